@@ -1,0 +1,1 @@
+"""Tools that build, check and grade the course (Makefile and tests; never imported by students)."""

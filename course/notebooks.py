@@ -1,0 +1,95 @@
+"""Read, transform, execute and write notebooks deterministically."""
+
+import os
+import re
+
+import nbformat
+from nbclient import NotebookClient
+
+SOLUTION_MARKERS = re.compile(
+    r"^[ \t]*(### (BEGIN|END) SOLUTION|=== (BEGIN|END) MARK SCHEME ===)[ \t]*\n?", re.MULTILINE
+)
+HIDDEN_TESTS = re.compile(
+    r"^[ \t]*### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS[ \t]*\n?", re.MULTILINE | re.DOTALL
+)
+CELL_TIMEOUT = 120
+
+
+def read(path):
+    """Read a notebook as the current nbformat version."""
+    return nbformat.read(str(path), as_version=4)
+
+
+def write(nb, path):
+    """Write a notebook in the canonical form (indent 1, sorted keys, trailing newline)."""
+    os.makedirs(os.path.dirname(str(path)), exist_ok=True)
+    nbformat.write(nb, str(path))
+
+
+def nbgrader_meta(cell):
+    """The cell's nbgrader metadata, or an empty dict."""
+    return cell.get("metadata", {}).get("nbgrader", {})
+
+
+def is_solution(cell):
+    """True for a cell in which the student writes code or an answer."""
+    return bool(nbgrader_meta(cell).get("solution"))
+
+
+def is_test(cell):
+    """True for an autograded test cell."""
+    meta = nbgrader_meta(cell)
+    return bool(meta.get("grade")) and not meta.get("solution") and cell.cell_type == "code"
+
+
+def strip_solution_markers(source):
+    """Remove the solution and mark-scheme delimiters, keeping the text between them."""
+    return SOLUTION_MARKERS.sub("", source)
+
+
+def remove_hidden_tests(source):
+    """Remove every hidden-test block from a cell's source."""
+    return HIDDEN_TESTS.sub("", source)
+
+
+def clear_outputs(nb):
+    """Remove outputs and execution counts, in place."""
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs = []
+            cell.execution_count = None
+    return nb
+
+
+def execute(nb, cwd, timeout=CELL_TIMEOUT, allow_errors=False):
+    """Execute a notebook in place with a fresh kernel started in `cwd`."""
+    client = NotebookClient(
+        nb,
+        timeout=timeout,
+        kernel_name="python3",
+        allow_errors=allow_errors,
+        record_timing=False,
+        resources={"metadata": {"path": str(cwd)}},
+    )
+    client.execute()
+    return nb
+
+
+def read_copy(nb):
+    """A deep copy of a notebook object."""
+    return nbformat.from_dict(nbformat.reads(nbformat.writes(nb), as_version=4))
+
+
+def output_text(nb):
+    """The text of every output of every code cell: streams, results and tracebacks."""
+    parts = []
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            if output.output_type == "stream":
+                parts.append(output.text)
+            elif output.output_type == "error":
+                parts.append(f"{output.ename}: {output.evalue}")
+                parts.extend(output.traceback)
+            else:
+                parts.append(output.get("data", {}).get("text/plain", ""))
+    return "\n".join(parts)

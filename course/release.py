@@ -1,0 +1,72 @@
+"""Generate the student versions (release/) and executed solutions (solutions/) from source/.
+
+Usage, from the repository root: ``python -m course.release [ASSIGNMENT ...]``
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from course import notebooks, paths
+
+
+def nbgrader(args, course_root, check=True):
+    """Run an nbgrader command with the course root as working directory."""
+    command = [sys.executable, "-m", "nbgrader", *args]
+    # nbgrader runs the `alembic` executable that sits beside this interpreter.
+    env = dict(
+        os.environ, PATH=os.pathsep.join([os.path.dirname(sys.executable), os.environ["PATH"]])
+    )
+    return subprocess.run(
+        command, cwd=course_root, check=check, capture_output=True, text=True, env=env
+    )
+
+
+def generate_release(course_root, assignment):
+    """Write release/<assignment>/ with nbgrader (and register the assignment in the gradebook)."""
+    result = nbgrader(["generate_assignment", assignment, "--force"], course_root, check=False)
+    if result.returncode != 0:
+        raise RuntimeError(f"nbgrader generate_assignment {assignment} failed:\n{result.stderr}")
+
+
+def solution_notebook(source_path):
+    """Solution version of a source notebook: no delimiters, hidden tests or outputs."""
+    nb = notebooks.read(source_path)
+    for cell in nb.cells:
+        cell.source = notebooks.remove_hidden_tests(notebooks.strip_solution_markers(cell.source))
+        cell.metadata.pop("nbgrader", None)
+    nb.metadata.pop("nbgrader", None)
+    return notebooks.clear_outputs(nb)
+
+
+def generate_solution(course_root, assignment):
+    """Write solutions/<assignment>/<lab>.ipynb, executed with its outputs stored."""
+    filename = paths.lab_filename(assignment)
+    target_dir = Path(course_root) / "solutions" / assignment
+    target_dir.mkdir(parents=True, exist_ok=True)
+    nb = solution_notebook(Path(course_root) / "source" / assignment / filename)
+    notebooks.execute(nb, cwd=target_dir)
+    notebooks.write(nb, target_dir / filename)
+
+
+def build(course_root, assignments=None):
+    """Generate release/ and solutions/ for the given assignments (all by default)."""
+    for assignment in assignments or paths.assignments(course_root):
+        generate_release(course_root, assignment)
+        generate_solution(course_root, assignment)
+
+
+def main(argv=None):
+    """Command-line entry point."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("assignments", nargs="*", help="assignment names (default: all)")
+    args = parser.parse_args(argv)
+    build(paths.ROOT, args.assignments)
+    for assignment in args.assignments or paths.assignments():
+        print(f"released {assignment}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,88 @@
+"""Build synthetic submissions and autograde them in a scratch copy of the course.
+
+The tests use this to prove that the autograder gives full marks to the solution, zero to the
+blank release and partial marks, with a targeted message, to each catalogued mistake.
+"""
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from nbgrader.api import Gradebook
+
+from course import notebooks, paths
+from course.release import generate_release, nbgrader
+
+
+@dataclass(frozen=True)
+class Mistake:
+    """A typical wrong answer: `code` replaces the solution cell `cell`; `message` must be shown."""
+
+    name: str
+    cell: str
+    code: str
+    message: str
+
+
+def solution_cells(assignment, root=paths.ROOT, cell_types=("code", "markdown")):
+    """Map grade_id -> instructor answer (delimiters removed) for every solution cell."""
+    nb = notebooks.read(Path(root) / "source" / assignment / paths.lab_filename(assignment))
+    return {
+        notebooks.nbgrader_meta(cell)["grade_id"]: notebooks.strip_solution_markers(cell.source)
+        for cell in nb.cells
+        if notebooks.is_solution(cell) and cell.cell_type in cell_types
+    }
+
+
+def fill(release_nb, answers):
+    """A copy of the release notebook with the given solution cells replaced by `answers`."""
+    nb = notebooks.read_copy(release_nb)
+    unknown = set(answers) - {notebooks.nbgrader_meta(c).get("grade_id") for c in nb.cells}
+    if unknown:
+        raise ValueError(f"no solution cell with grade_id {sorted(unknown)}")
+    for cell in nb.cells:
+        grade_id = notebooks.nbgrader_meta(cell).get("grade_id")
+        if notebooks.is_solution(cell) and grade_id in answers:
+            cell.source = answers[grade_id]
+    return nb
+
+
+def scratch_course(directory, assignments):
+    """Copy the configuration and the given sources into `directory` and release them there."""
+    directory = Path(directory)
+    shutil.copy(paths.CONFIG, directory / "nbgrader_config.py")
+    for assignment in assignments:
+        shutil.copytree(paths.SOURCE / assignment, directory / "source" / assignment)
+        generate_release(directory, assignment)
+    return directory
+
+
+def submit(course_root, assignment, student, nb):
+    """Place a notebook where nbgrader expects a collected submission."""
+    target = Path(course_root) / "submitted" / student / assignment / paths.lab_filename(assignment)
+    notebooks.write(nb, target)
+
+
+def autograde(course_root, assignment):
+    """Autograde every submission of `assignment` in `course_root`; return nbgrader's log."""
+    result = nbgrader(["autograde", assignment, "--force"], course_root, check=False)
+    if result.returncode != 0:
+        raise RuntimeError(f"nbgrader autograde {assignment} failed:\n{result.stderr[-5000:]}")
+    return result.stderr
+
+
+def autograded_scores(course_root, assignment):
+    """Map student -> (autograded score, autograded maximum) from the gradebook."""
+    url = f"sqlite:///{Path(course_root) / 'gradebook.db'}"
+    with Gradebook(url) as gradebook:
+        maximum = gradebook.find_assignment(assignment).max_code_score
+        return {
+            submission.student.id: (submission.code_score, maximum)
+            for submission in gradebook.assignment_submissions(assignment)
+        }
+
+
+def autograded_text(course_root, assignment, student):
+    """All text output of a student's autograded notebook, errors included."""
+    path = Path(course_root) / "autograded" / student / assignment / paths.lab_filename(assignment)
+    return notebooks.output_text(notebooks.read(path))

@@ -1,0 +1,156 @@
+"""Course checks: sources validate, generated folders are fresh, the release leaks nothing."""
+
+import re
+import shutil
+
+import nbformat
+import pytest
+from catalogue import ASSIGNMENTS
+from nbgrader.validator import Validator
+
+from course import notebooks, paths, release
+
+SOLUTION_BLOCK = re.compile(r"### BEGIN SOLUTION(.*?)### END SOLUTION", re.DOTALL)
+HIDDEN_BLOCK = re.compile(r"### BEGIN HIDDEN TESTS(.*?)### END HIDDEN TESTS", re.DOTALL)
+FORBIDDEN_IN_RELEASE = [
+    "BEGIN SOLUTION",
+    "END SOLUTION",
+    "BEGIN HIDDEN TESTS",
+    "END HIDDEN TESTS",
+    "MARK SCHEME",
+    "Mark scheme",
+]
+
+
+def source_notebook(assignment):
+    """The instructor version of a lab."""
+    return notebooks.read(paths.SOURCE / assignment / paths.lab_filename(assignment))
+
+
+def generated(folder, assignment):
+    """A generated notebook of the repository (release/ or solutions/)."""
+    return paths.ROOT / folder / assignment / paths.lab_filename(assignment)
+
+
+def secret_lines(assignment):
+    """Lines that only the instructor may see: solution bodies, hidden tests, model answers."""
+    secret, public = set(), set()
+    for cell in source_notebook(assignment).cells:
+        if cell.cell_type == "markdown" and notebooks.is_solution(cell):
+            secret.update(cell.source.splitlines())
+            continue
+        hidden = "".join(SOLUTION_BLOCK.findall(cell.source) + HIDDEN_BLOCK.findall(cell.source))
+        secret.update(hidden.splitlines())
+        public.update(HIDDEN_BLOCK.sub("", SOLUTION_BLOCK.sub("", cell.source)).splitlines())
+    public = {line.strip() for line in public}
+    return {
+        line.strip()
+        for line in secret
+        if len(line.strip()) >= 12
+        and line.strip() not in public
+        and not line.strip().startswith("#")
+    }
+
+
+def notebook_lines(nb):
+    """Every stripped line of every cell source."""
+    return {line.strip() for cell in nb.cells for line in cell.source.splitlines()}
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_source_passes_nbgrader_validation(assignment):
+    results = Validator().validate(str(paths.SOURCE / assignment / paths.lab_filename(assignment)))
+    assert results == {}, f"{assignment} does not validate: {results}"
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_every_lab_has_a_lecture(assignment):
+    assert (paths.NOTEBOOKS / f"{assignment}.ipynb").exists()
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_release_leaks_no_solution_and_no_hidden_test(assignment):
+    nb = notebooks.read(generated("release", assignment))
+    text = nbformat.writes(nb)
+    for marker in FORBIDDEN_IN_RELEASE:
+        assert marker not in text, f"release of {assignment} contains {marker!r}"
+    leaked = secret_lines(assignment) & notebook_lines(nb)
+    assert not leaked, f"release of {assignment} shows instructor-only lines: {sorted(leaked)}"
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_release_has_no_outputs(assignment):
+    for cell in notebooks.read(generated("release", assignment)).cells:
+        if cell.cell_type == "code":
+            assert cell.outputs == [] and cell.execution_count is None
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_solutions_show_no_hidden_test(assignment):
+    nb = notebooks.read(generated("solutions", assignment))
+    hidden = {
+        line.strip()
+        for cell in source_notebook(assignment).cells
+        for block in HIDDEN_BLOCK.findall(cell.source)
+        for line in block.splitlines()
+        if len(line.strip()) >= 12
+    }
+    assert "HIDDEN TESTS" not in nbformat.writes(nb)
+    public = notebook_lines(
+        release.solution_notebook(paths.SOURCE / assignment / paths.lab_filename(assignment))
+    )
+    assert not (hidden - public) & notebook_lines(nb)
+
+
+def without_images(nb):
+    """Notebook JSON with image data blanked: pixels may differ between font installations."""
+    nb = notebooks.read_copy(nb)
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            for key in list(output.get("data", {})):
+                if key.startswith("image/"):
+                    output["data"][key] = "<image>"
+    return nbformat.writes(nb)
+
+
+@pytest.fixture(scope="module")
+def regenerated(tmp_path_factory):
+    """release/ and solutions/ rebuilt from source/ in a scratch course directory."""
+    root = tmp_path_factory.mktemp("course")
+    shutil.copy(paths.CONFIG, root / "nbgrader_config.py")
+    shutil.copytree(paths.SOURCE, root / "source")
+    release.build(root)
+    return root
+
+
+def relative_files(folder):
+    """Files under a folder, relative to it."""
+    return sorted(p.relative_to(folder) for p in folder.rglob("*") if p.is_file())
+
+
+@pytest.mark.parametrize("folder", ["release", "solutions"])
+def test_generated_folder_is_fresh(folder, regenerated):
+    fresh, committed = regenerated / folder, paths.ROOT / folder
+    assert relative_files(fresh) == relative_files(committed), "run `make release` and commit"
+    for name in relative_files(fresh):
+        if folder == "release":
+            same = (fresh / name).read_bytes() == (committed / name).read_bytes()
+        else:
+            same = without_images(notebooks.read(fresh / name)) == without_images(
+                notebooks.read(committed / name)
+            )
+        assert same, f"{folder}/{name} is stale: run `make release` and commit"
+
+
+@pytest.mark.parametrize(
+    "path",
+    paths.lecture_notebooks() + sorted(paths.SOLUTIONS.rglob("*.ipynb")),
+    ids=lambda p: p.name,
+)
+def test_notebook_is_seeded_single_threaded_and_executed(path):
+    nb = notebooks.read(path)
+    code = [cell for cell in nb.cells if cell.cell_type == "code" and cell.source.strip()]
+    setup = next(cell.source for cell in code if "import torch" in cell.source)
+    assert "torch.set_num_threads(1)" in setup and "torch.manual_seed(" in setup
+    unexecuted = [cell.source[:60] for cell in code if cell.execution_count is None]
+    assert not unexecuted, f"{path.name} has cells without stored outputs: {unexecuted}"

@@ -1,0 +1,166 @@
+"""The noisy-squares data set: go round the corners of a square, predict the next two corners."""
+
+from __future__ import annotations
+
+import math
+import operator
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+# The corners of the square [-1, 1]^2, listed clockwise.
+CORNERS = np.array([(-1.0, -1.0), (-1.0, 1.0), (1.0, 1.0), (1.0, -1.0)], dtype=np.float32)
+CLOCKWISE = 1
+COUNTER_CLOCKWISE = 0
+TARGET_LENGTH = 2
+
+
+@dataclass(frozen=True)
+class SquaresData:
+    """Square sequences: source (n, Ls, 2), target (n, 2, 2), lengths (n,), directions (n,)."""
+
+    source: np.ndarray
+    target: np.ndarray
+    lengths: np.ndarray
+    directions: np.ndarray
+
+    def __len__(self) -> int:
+        """Number of sequences n."""
+        return len(self.source)
+
+
+def _check_positive_int(value, name: str) -> int:
+    """Return value as an int, or raise ValueError if it is not a positive integer."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def _check_seed(value, name: str = "seed") -> int:
+    """Return value as an int, or raise ValueError if it is not a non-negative integer."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+    return int(value)
+
+
+def _check_noise(noise) -> float:
+    """Return noise as a float, or raise ValueError if it is not a finite number >= 0."""
+    if isinstance(noise, bool) or not isinstance(noise, (int, float, np.integer, np.floating)):
+        raise ValueError(f"noise must be a non-negative number, got {noise!r}")
+    if not math.isfinite(noise) or noise < 0:
+        raise ValueError(f"noise must be a non-negative number, got {noise!r}")
+    return float(noise)
+
+
+def _check_bool(value, name: str) -> bool:
+    """Return value, or raise ValueError if it is not a bool."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def direction_name(d) -> str:
+    """Name of a direction d (int 1 or 0): 'clockwise' or 'counter-clockwise'."""
+    try:
+        value = None if isinstance(d, bool) else operator.index(d)
+    except TypeError:
+        value = None
+    if value not in (CLOCKWISE, COUNTER_CLOCKWISE):
+        raise ValueError(f"direction must be 1 (clockwise) or 0 (counter-clockwise), got {d!r}")
+    return "clockwise" if value == CLOCKWISE else "counter-clockwise"
+
+
+def _corner_paths(starts: np.ndarray, directions: np.ndarray, n_points: int) -> np.ndarray:
+    """Noiseless corners visited from starts (n,) in directions (n,): returns (n, n_points, 2)."""
+    steps = np.where(directions == CLOCKWISE, 1, -1)  # (n,)
+    offsets = np.arange(n_points)  # (n_points,)
+    indices = (starts[:, None] + steps[:, None] * offsets[None, :]) % len(CORNERS)  # (n, n_points)
+    return CORNERS[indices]  # (n, n_points, 2)
+
+
+def make_squares(n, seed, noise=0.1, variable_length=False) -> SquaresData:
+    """Make n noisy square sequences: source (n, Ls, 2), target (n, 2, 2), Ls = 3 if variable."""
+    n = _check_positive_int(n, "n")
+    seed = _check_seed(seed)
+    noise = _check_noise(noise)
+    variable_length = _check_bool(variable_length, "variable_length")
+
+    rng = np.random.default_rng(seed)
+    starts = rng.integers(0, len(CORNERS), size=n)  # (n,)
+    directions = rng.integers(0, 2, size=n).astype(np.int64)  # (n,)
+    if variable_length:
+        lengths = rng.integers(2, 4, size=n).astype(np.int64)  # (n,) in {2, 3}
+    else:
+        lengths = np.full(n, 2, dtype=np.int64)  # (n,)
+    max_length = 3 if variable_length else 2
+    n_points = max_length + TARGET_LENGTH
+
+    paths = _corner_paths(starts, directions, n_points)  # (n, n_points, 2)
+    paths = paths + noise * rng.standard_normal(paths.shape)  # (n, n_points, 2)
+    paths = paths.astype(np.float32)
+
+    positions = np.arange(max_length)  # (Ls,)
+    is_real = positions[None, :] < lengths[:, None]  # (n, Ls)
+    source = np.where(is_real[:, :, None], paths[:, :max_length], 0.0)  # (n, Ls, 2)
+    target_index = lengths[:, None] + np.arange(TARGET_LENGTH)[None, :]  # (n, 2)
+    target = np.take_along_axis(paths, target_index[:, :, None], axis=1)  # (n, 2, 2)
+
+    return SquaresData(
+        source=source.astype(np.float32),
+        target=target.astype(np.float32),
+        lengths=lengths,
+        directions=directions,
+    )
+
+
+def squares_tensors(data: SquaresData) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Copy a SquaresData into tensors: source (n, Ls, 2), target (n, 2, 2), lengths (n,)."""
+    if not isinstance(data, SquaresData):
+        raise ValueError(f"data must be a SquaresData, got {type(data).__name__}")
+    source = torch.tensor(data.source, dtype=torch.float32)
+    target = torch.tensor(data.target, dtype=torch.float32)
+    lengths = torch.tensor(data.lengths, dtype=torch.int64)
+    return source, target, lengths
+
+
+def _squares_dataset(n, seed, noise, variable_length) -> TensorDataset:
+    """A TensorDataset of (source, target) or (source, target, lengths) if variable_length."""
+    source, target, lengths = squares_tensors(make_squares(n, seed, noise, variable_length))
+    if variable_length:
+        return TensorDataset(source, target, lengths)
+    return TensorDataset(source, target)
+
+
+def squares_loaders(
+    n_train,
+    n_test,
+    train_seed,
+    test_seed,
+    batch_size=32,
+    noise=0.1,
+    variable_length=False,
+    shuffle_seed=0,
+) -> tuple[DataLoader, DataLoader]:
+    """Train and test loaders over new data sets; batches (source, target[, lengths])."""
+    n_train = _check_positive_int(n_train, "n_train")
+    n_test = _check_positive_int(n_test, "n_test")
+    train_seed = _check_seed(train_seed, "train_seed")
+    test_seed = _check_seed(test_seed, "test_seed")
+    if train_seed == test_seed:
+        raise ValueError(
+            f"train_seed and test_seed must differ so the test set is new data, "
+            f"got both {train_seed}"
+        )
+    batch_size = _check_positive_int(batch_size, "batch_size")
+    shuffle_seed = _check_seed(shuffle_seed, "shuffle_seed")
+
+    train_set = _squares_dataset(n_train, train_seed, noise, variable_length)
+    test_set = _squares_dataset(n_test, test_seed, noise, variable_length)
+    shuffle_generator = torch.Generator().manual_seed(shuffle_seed)
+    train_loader = DataLoader(
+        train_set, batch_size=batch_size, shuffle=True, generator=shuffle_generator
+    )
+    test_loader = DataLoader(test_set, batch_size=batch_size, shuffle=False)
+    return train_loader, test_loader

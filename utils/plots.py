@@ -1,0 +1,403 @@
+"""Pure plot helpers: each takes data and an optional ax, draws, and returns the Figure."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+from matplotlib import colormaps
+from matplotlib.axes import Axes
+from matplotlib.colors import Colormap
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Circle
+
+from utils.data import direction_name
+from utils.training import History
+
+QUERY_COLOR = "C3"
+KEY_COLOR = "C0"
+CONTEXT_COLOR = "C2"
+SOURCE_COLOR = "C0"
+TARGET_COLOR = "C1"
+PREDICTION_COLOR = "C2"
+
+
+def _to_numpy(x, name: str = "array") -> np.ndarray:
+    """A float numpy copy of a tensor or array-like x (detached, on the CPU)."""
+    if isinstance(x, torch.Tensor):
+        x = x.detach().cpu().numpy()
+    try:
+        return np.array(x, dtype=float)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{name} must be a tensor or array of numbers, got {x!r}") from error
+
+
+def _check_shape(array: np.ndarray, name: str, expected: str, ok: bool) -> None:
+    """Raise ValueError naming the expected shape of array unless ok."""
+    if not ok:
+        raise ValueError(f"{name} must have shape {expected}, got {tuple(array.shape)}")
+
+
+def _check_positive_int(value, name: str) -> int:
+    """Return value, or raise ValueError if it is not a positive integer."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def _check_labels(labels, n: int, name: str) -> list[str]:
+    """Labels as strings, or indices 0..n-1 if None; ValueError unless there are n of them."""
+    if labels is None:
+        return [str(i) for i in range(n)]
+    if isinstance(labels, torch.Tensor | np.ndarray):
+        labels = labels.tolist()
+    if isinstance(labels, str) or not isinstance(labels, Sequence) or len(labels) != n:
+        raise ValueError(f"{name} must be a sequence of {n} labels, got {labels!r}")
+    return [str(label) for label in labels]
+
+
+def _check_ax(ax) -> None:
+    """Raise ValueError unless ax is None or a matplotlib Axes."""
+    if ax is not None and not isinstance(ax, Axes):
+        raise ValueError(f"ax must be a matplotlib Axes or None, got {type(ax).__name__}")
+
+
+def _single_axes(ax, figsize=(5, 4)) -> tuple[Figure, Axes]:
+    """The figure and axes to draw on: ax's own, or a new figure's when ax is None."""
+    _check_ax(ax)
+    if ax is None:
+        fig, ax = plt.subplots(figsize=figsize, layout="constrained")
+        return fig, ax
+    return ax.figure, ax
+
+
+def _grid_axes(ax, count: int, ncols: int, panel_size) -> tuple[Figure, list[Axes]]:
+    """count axes: the given sequence of count axes, or a new grid with ncols columns."""
+    if ax is None:
+        ncols = min(ncols, count)
+        nrows = math.ceil(count / ncols)
+        figsize = (panel_size[0] * ncols, panel_size[1] * nrows)
+        fig, grid = plt.subplots(nrows, ncols, figsize=figsize, squeeze=False, layout="constrained")
+        axes = list(grid.ravel())  # (nrows * ncols,)
+        for unused in axes[count:]:
+            unused.set_visible(False)
+        return fig, axes[:count]
+    if isinstance(ax, Axes) and count == 1:
+        return ax.figure, [ax]
+    axes = list(np.ravel(np.asarray(ax, dtype=object))) if not isinstance(ax, Axes) else [ax]
+    if len(axes) != count or not all(isinstance(a, Axes) for a in axes):
+        raise ValueError(f"ax must be None or a sequence of {count} matplotlib Axes, got {ax!r}")
+    return axes[0].figure, axes
+
+
+def _loss_curves(history, log_scale: bool) -> dict[str, np.ndarray]:
+    """The curves name -> losses (epochs,) of a History or a dict, checked."""
+    if isinstance(history, History):
+        curves = {"train": history.train_loss}
+        if history.val_loss:
+            curves["validation"] = history.val_loss
+    elif isinstance(history, Mapping) and history:
+        curves = dict(history)
+    else:
+        raise ValueError(
+            f"history must be a History or a non-empty dict name -> list of floats, got {history!r}"
+        )
+    checked = {}
+    for name, losses in curves.items():
+        values = _to_numpy(losses, f"history[{name!r}]")
+        ok = values.ndim == 1 and values.size > 0
+        _check_shape(values, f"history[{name!r}]", "(epochs,) with epochs >= 1", ok)
+        if log_scale and not bool((values > 0).all()):
+            raise ValueError(f"log_scale needs positive losses, got {values.min()} in {name!r}")
+        checked[str(name)] = values
+    return checked
+
+
+def plot_losses(history, ax=None, title="Loss", log_scale=False) -> Figure:
+    """Loss curves against epoch from a History or a dict name -> list of floats (epochs,)."""
+    curves = _loss_curves(history, log_scale)
+    fig, ax = _single_axes(ax)
+    for name, values in curves.items():
+        ax.plot(np.arange(1, len(values) + 1), values, marker="o", markersize=3, label=name)
+    if log_scale:
+        ax.set_yscale("log")
+    ax.set_title(title)
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("loss (log scale)" if log_scale else "loss")
+    ax.legend()
+    return fig
+
+
+def _is_finite_number(value) -> bool:
+    """Whether value is a finite real number (not a bool)."""
+    is_number = isinstance(value, (int, float, np.integer, np.floating))
+    return is_number and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _text_color(cmap, value: float, vmin: float, vmax: float) -> str:
+    """Black or white, whichever reads better on the colormap's colour for value."""
+    fraction = 0.5 if not math.isfinite(value) else (value - vmin) / (vmax - vmin)
+    red, green, blue, _ = cmap(min(max(fraction, 0.0), 1.0))
+    luminance = 0.299 * red + 0.587 * green + 0.114 * blue
+    return "black" if luminance > 0.5 else "white"
+
+
+def _draw_heatmap(ax, matrix, query_labels, key_labels, title, annotate, cmap, vmin, vmax):
+    """Draw one (Lq, Lk) matrix on ax as a heatmap; returns the image."""
+    image = ax.imshow(matrix, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
+    ax.set_xticks(range(matrix.shape[1]), labels=key_labels)
+    ax.set_yticks(range(matrix.shape[0]), labels=query_labels)
+    ax.set_xlabel("key")
+    ax.set_ylabel("query")
+    ax.set_title(title)
+    if annotate:
+        for (row, col), value in np.ndenumerate(matrix):
+            color = _text_color(image.cmap, value, vmin, vmax)
+            ax.text(col, row, f"{value:.2f}", ha="center", va="center", color=color, fontsize=8)
+    return image
+
+
+def plot_attention(
+    weights,
+    query_labels=None,
+    key_labels=None,
+    titles=None,
+    annotate=True,
+    ax=None,
+    cmap="viridis",
+    ncols=4,
+    vmin=0.0,
+    vmax=1.0,
+) -> Figure:
+    """Heatmaps of attention weights (Lq, Lk) or (B, Lq, Lk): keys on x, queries on y."""
+    matrices = _to_numpy(weights, "weights")
+    expected = "(Lq, Lk) or (B, Lq, Lk)"
+    _check_shape(matrices, "weights", expected, matrices.ndim in (2, 3) and matrices.size > 0)
+    is_batch = matrices.ndim == 3
+    if not is_batch:
+        _check_ax(ax)
+        matrices = matrices[None]  # (1, Lq, Lk)
+    count, n_queries, n_keys = matrices.shape
+    query_labels = _check_labels(query_labels, n_queries, "query_labels")
+    key_labels = _check_labels(key_labels, n_keys, "key_labels")
+    if titles is None and not is_batch:
+        titles = ["attention weights"]
+    elif titles is None:
+        titles = [f"attention weights {i}" for i in range(count)]
+    elif isinstance(titles, str):
+        titles = [titles] * count
+    titles = _check_labels(titles, count, "titles")
+    ncols = _check_positive_int(ncols, "ncols")
+    if not (_is_finite_number(vmin) and _is_finite_number(vmax) and vmin < vmax):
+        raise ValueError(f"vmin and vmax must be numbers with vmin < vmax, got {vmin!r}, {vmax!r}")
+    if not isinstance(cmap, Colormap) and cmap not in colormaps:
+        raise ValueError(f"cmap must be a matplotlib colormap or its name, got {cmap!r}")
+
+    panel_size = (max(3.0, 0.6 * n_keys + 1.5), max(2.5, 0.5 * n_queries + 1.2))
+    fig, axes = _grid_axes(ax, count, ncols, panel_size)
+    for panel, matrix, title in zip(axes, matrices, titles, strict=True):
+        image = _draw_heatmap(
+            panel, matrix, query_labels, key_labels, title, annotate, cmap, vmin, vmax
+        )
+    fig.colorbar(image, ax=axes, label="weight")
+    return fig
+
+
+def _check_vector(x, name: str, length: int | None = None) -> np.ndarray:
+    """x as a numpy vector of shape (length,), or ValueError."""
+    vector = _to_numpy(x, name)
+    expected = f"({length},)" if length is not None else "(n,) with n >= 1"
+    ok = vector.ndim == 1 and vector.size > 0 and (length is None or vector.size == length)
+    _check_shape(vector, name, expected, ok)
+    return vector
+
+
+def _arrow(ax, vector, color, label, linewidth=1.5) -> None:
+    """An arrow from the origin to vector (2,) with label at its tip."""
+    ax.annotate(
+        "",
+        xy=tuple(vector),
+        xytext=(0.0, 0.0),
+        arrowprops={"arrowstyle": "->", "color": color, "linewidth": linewidth},
+    )
+    ax.annotate(label, xy=tuple(vector), xytext=(4, 4), textcoords="offset points", color=color)
+
+
+def plot_query_keys(
+    query,
+    keys,
+    weights=None,
+    context=None,
+    key_labels=None,
+    ax=None,
+    title="Query and keys",
+) -> Figure:
+    """Arrows from the origin for a query (2,), keys (Lk, 2) with weights (Lk,), context (2,)."""
+    query = _check_vector(query, "query", 2)
+    keys_array = _to_numpy(keys, "keys")
+    ok = keys_array.ndim == 2 and keys_array.shape[1] == 2 and len(keys_array) > 0
+    _check_shape(keys_array, "keys", "(Lk, 2)", ok)
+    n_keys = len(keys_array)
+    if weights is not None:
+        weights = _check_vector(weights, "weights", n_keys)
+    if context is not None:
+        context = _check_vector(context, "context", 2)
+    if key_labels is None:
+        key_labels = [f"k{i + 1}" for i in range(n_keys)]
+    key_labels = _check_labels(key_labels, n_keys, "key_labels")
+
+    fig, ax = _single_axes(ax, figsize=(5, 5))
+    ax.add_patch(Circle((0.0, 0.0), 1.0, fill=False, color="grey", alpha=0.3, linestyle="--"))
+    _arrow(ax, query, QUERY_COLOR, "q", linewidth=2.5)
+    for i, (key, label) in enumerate(zip(keys_array, key_labels, strict=True)):
+        if weights is None:
+            _arrow(ax, key, KEY_COLOR, label)
+        else:
+            _arrow(ax, key, KEY_COLOR, f"{label} ({weights[i]:.2f})", 1 + 3 * abs(weights[i]))
+    handles = [
+        Line2D([], [], color=QUERY_COLOR, label="query"),
+        Line2D([], [], color=KEY_COLOR, label="keys"),
+    ]
+    if context is not None:
+        _arrow(ax, context, CONTEXT_COLOR, "c", linewidth=2.5)
+        handles.append(Line2D([], [], color=CONTEXT_COLOR, label="context"))
+
+    vectors = [query, *keys_array] + ([context] if context is not None else [])
+    limit = 1.3 * max(1.0, float(np.abs(np.stack(vectors)).max()))
+    ax.set_xlim(-limit, limit)
+    ax.set_ylim(-limit, limit)
+    ax.set_aspect("equal")
+    ax.axhline(0.0, color="grey", linewidth=0.5)
+    ax.axvline(0.0, color="grey", linewidth=0.5)
+    ax.set_xlabel("dimension 1")
+    ax.set_ylabel("dimension 2")
+    ax.set_title(title)
+    ax.legend(handles=handles, loc="best", fontsize=8)
+    return fig
+
+
+def plot_distributions(
+    distributions, labels=None, ax=None, title="Probability distributions", xlabel="index"
+) -> Figure:
+    """Side-by-side bars of probability vectors (n,): one vector or a dict name -> vector."""
+    if not isinstance(distributions, Mapping):
+        distributions = {"p": distributions}
+    if not distributions:
+        raise ValueError("distributions must be a vector or a non-empty dict of vectors, got {}")
+    vectors = {
+        str(name): _check_vector(p, f"distributions[{name!r}]") for name, p in distributions.items()
+    }
+    length = len(next(iter(vectors.values())))
+    for name, vector in vectors.items():
+        _check_shape(vector, f"distributions[{name!r}]", f"({length},)", len(vector) == length)
+    tick_labels = _check_labels(labels, length, "labels")
+
+    fig, ax = _single_axes(ax, figsize=(max(4.0, 0.5 * length + 2), 3.5))
+    width = 0.8 / len(vectors)
+    positions = np.arange(length)  # (n,)
+    for i, (name, vector) in enumerate(vectors.items()):
+        offset = (i - (len(vectors) - 1) / 2) * width
+        ax.bar(positions + offset, vector, width=width, label=name)
+    ax.set_xticks(positions, labels=tick_labels)
+    ax.set_ylim(bottom=min(0.0, *(v.min() for v in vectors.values())))
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("probability")
+    ax.set_title(title)
+    ax.legend()
+    return fig
+
+
+def _check_batch(x, name: str, count: int, length: int | None) -> np.ndarray:
+    """x as a numpy array of shape (count, length, 2), or ValueError."""
+    array = _to_numpy(x, name)
+    expected = f"({count}, {length if length is not None else 'L'}, 2)"
+    ok = array.ndim == 3 and array.shape[0] == count and array.shape[2] == 2
+    _check_shape(array, name, expected, ok and (length is None or array.shape[1] == length))
+    return array
+
+
+def _check_squares_lengths(lengths, count: int, max_length: int) -> np.ndarray:
+    """lengths as ints (count,) in 1..max_length, or ValueError."""
+    values = _check_vector(lengths, "lengths", count)
+    if not bool(((values >= 1) & (values <= max_length) & (values == values.round())).all()):
+        raise ValueError(f"lengths must be integers in 1..{max_length}, got {values.tolist()}")
+    return values.astype(int)
+
+
+def _draw_square_panel(ax, source, target, prediction, title) -> None:
+    """One sequence on ax: source (Ls, 2), target (2, 2) or None, prediction (2, 2) or None."""
+    ax.plot(source[:, 0], source[:, 1], "-o", color=SOURCE_COLOR, markersize=5)
+    ax.plot(source[0, 0], source[0, 1], "o", color=SOURCE_COLOR, markersize=9, alpha=0.5)
+    last = source[-1:]  # (1, 2)
+    if target is not None:
+        path = np.concatenate([last, target])  # (3, 2)
+        ax.plot(path[:, 0], path[:, 1], ":", color=TARGET_COLOR)
+        ax.plot(target[:, 0], target[:, 1], "s", color=TARGET_COLOR, markersize=6)
+    if prediction is not None:
+        path = np.concatenate([last, prediction])  # (L + 1, 2)
+        ax.plot(path[:, 0], path[:, 1], "--x", color=PREDICTION_COLOR, markersize=7)
+    ax.set_xlim(-1.6, 1.6)
+    ax.set_ylim(-1.6, 1.6)
+    ax.set_aspect("equal")
+    ax.set_title(title, fontsize=9)
+    ax.set_xlabel("x", fontsize=8)
+    ax.set_ylabel("y", fontsize=8)
+    ax.tick_params(labelsize=7)
+
+
+def _squares_legend(has_target: bool, has_prediction: bool) -> list[Line2D]:
+    """Legend handles for the squares panels."""
+    handles = [Line2D([], [], color=SOURCE_COLOR, marker="o", label="source")]
+    if has_target:
+        handles.append(Line2D([], [], color=TARGET_COLOR, marker="s", ls=":", label="target"))
+    if has_prediction:
+        handles.append(
+            Line2D([], [], color=PREDICTION_COLOR, marker="x", ls="--", label="prediction")
+        )
+    return handles
+
+
+def plot_squares(
+    source, target=None, prediction=None, directions=None, ax=None, ncols=4, lengths=None
+) -> Figure:
+    """One panel per sequence: source (B, Ls, 2), target (B, 2, 2), prediction (B, 2, 2)."""
+    source = _to_numpy(source, "source")
+    _check_shape(source, "source", "(B, Ls, 2)", source.ndim == 3 and source.shape[2] == 2)
+    count, max_length, _ = source.shape
+    _check_shape(source, "source", "(B, Ls, 2) with B, Ls >= 1", count > 0 and max_length > 0)
+    if target is not None:
+        target = _check_batch(target, "target", count, None)
+    if prediction is not None:
+        expected_length = target.shape[1] if target is not None else None
+        prediction = _check_batch(prediction, "prediction", count, expected_length)
+    if directions is not None:
+        directions = _check_vector(directions, "directions", count)
+        if not bool(np.isin(directions, (0, 1)).all()):
+            raise ValueError(f"directions must be 0 or 1, got {directions.tolist()}")
+        titles = [direction_name(int(d)) for d in directions]
+    else:
+        titles = [f"sequence {i}" for i in range(count)]
+    if lengths is None:
+        lengths = np.full(count, max_length)
+    lengths = _check_squares_lengths(lengths, count, max_length)
+    ncols = _check_positive_int(ncols, "ncols")
+
+    fig, axes = _grid_axes(ax, count, ncols, (2.6, 2.6))
+    handles = _squares_legend(target is not None, prediction is not None)
+    if ax is None:
+        fig.legend(handles=handles, loc="outside upper center", ncols=len(handles), fontsize=8)
+    else:
+        axes[0].legend(handles=handles, fontsize=7, loc="upper left")
+    for i, panel in enumerate(axes):
+        _draw_square_panel(
+            panel,
+            source[i, : lengths[i]],
+            None if target is None else target[i],
+            None if prediction is None else prediction[i],
+            titles[i],
+        )
+    return fig

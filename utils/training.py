@@ -1,0 +1,174 @@
+"""A tiny trainer: fit a model with Adam, return the loss history, leave global state alone."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+
+
+@dataclass
+class History:
+    """Mean loss per epoch: train_loss (epochs,) and val_loss (epochs,) or empty without val."""
+
+    train_loss: list[float] = field(default_factory=list)
+    val_loss: list[float] = field(default_factory=list)
+
+
+def _check_model(model) -> None:
+    """Raise ValueError if model is not a torch.nn.Module."""
+    if not isinstance(model, nn.Module):
+        raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+
+
+def _check_seed(seed) -> int:
+    """Return seed as an int, or raise ValueError if it is not a non-negative integer."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    return seed
+
+
+def _check_optional_callable(value, name: str) -> None:
+    """Raise ValueError if value is neither None nor callable."""
+    if value is not None and not callable(value):
+        raise ValueError(f"{name} must be callable or None, got {type(value).__name__}")
+
+
+def _check_loader(loader, name: str) -> None:
+    """Raise ValueError if loader is not an iterable of batches."""
+    if loader is None or not isinstance(loader, Iterable):
+        raise ValueError(f"{name} must be an iterable of (x, y, ...) batches, got {loader!r}")
+
+
+def _prediction(output) -> torch.Tensor:
+    """The prediction in a model output: the output itself, or its first element if a tuple."""
+    return output[0] if isinstance(output, (tuple, list)) else output
+
+
+def _split_batch(batch) -> tuple[torch.Tensor, torch.Tensor]:
+    """The (x, y) of a batch (x, y) or (x, y, *extra)."""
+    if not isinstance(batch, (tuple, list)) or len(batch) < 2:
+        raise ValueError(f"each batch must be a tuple (x, y) or (x, y, *extra), got {batch!r}")
+    return batch[0], batch[1]
+
+
+def _default_forward(teacher_forcing: bool) -> Callable:
+    """A forward(model, batch): model(x, y) when training with teacher forcing, else model(x)."""
+
+    def forward(model: nn.Module, batch) -> torch.Tensor:
+        x, y = _split_batch(batch)
+        if teacher_forcing and model.training:
+            return model(x, y)
+        return model(x)
+
+    return forward
+
+
+def _run_epoch(model, loader, loss_fn, forward, optimizer=None) -> float:
+    """One pass over loader, training if an optimizer is given; returns the mean loss per sample."""
+    total_loss = torch.zeros(())
+    n_samples = 0
+    for batch in loader:
+        _, y = _split_batch(batch)
+        loss = loss_fn(_prediction(forward(model, batch)), y)
+        if optimizer is not None:
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        total_loss += loss.detach().cpu() * len(y)
+        n_samples += len(y)
+    if n_samples == 0:
+        raise ValueError("loader must yield at least one batch, got none")
+    return total_loss.item() / n_samples
+
+
+def fit(
+    model,
+    train_loader,
+    val_loader=None,
+    *,
+    epochs,
+    lr=1e-2,
+    loss_fn=None,
+    seed=0,
+    teacher_forcing=False,
+    forward=None,
+) -> History:
+    """Train model with Adam on batches (x, y[, *extra]) for epochs; returns the History."""
+    _check_model(model)
+    _check_loader(train_loader, "train_loader")
+    if val_loader is not None:
+        _check_loader(val_loader, "val_loader")
+    if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
+        raise ValueError(f"epochs must be a positive integer, got {epochs!r}")
+    if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not 0 < lr < math.inf:
+        raise ValueError(f"lr must be a positive number, got {lr!r}")
+    _check_seed(seed)
+    _check_optional_callable(loss_fn, "loss_fn")
+    _check_optional_callable(forward, "forward")
+    parameters = [p for p in model.parameters() if p.requires_grad]
+    if not parameters:
+        raise ValueError("model must have at least one trainable parameter, got none")
+
+    loss_fn = loss_fn or nn.MSELoss()
+    forward = forward or _default_forward(bool(teacher_forcing))
+    history = History()
+    with seeded(seed):
+        optimizer = torch.optim.Adam(parameters, lr=lr)
+        for _ in range(epochs):
+            model.train()
+            history.train_loss.append(_run_epoch(model, train_loader, loss_fn, forward, optimizer))
+            if val_loader is not None:
+                history.val_loss.append(evaluate(model, val_loader, loss_fn, forward))
+    model.eval()
+    return history
+
+
+def evaluate(model, loader, loss_fn=None, forward=None) -> float:
+    """Mean loss per sample of model over loader's batches (x, y[, *extra]), in eval mode."""
+    _check_model(model)
+    _check_loader(loader, "loader")
+    _check_optional_callable(loss_fn, "loss_fn")
+    _check_optional_callable(forward, "forward")
+    model.eval()
+    with torch.no_grad():
+        loss_fn = loss_fn or nn.MSELoss()
+        return _run_epoch(model, loader, loss_fn, forward or _default_forward(False))
+
+
+def predict_with_weights(model, x, **kwargs):
+    """The whole output of model(x, **kwargs) in eval mode, no gradients: e.g. (pred, weights)."""
+    _check_model(model)
+    if not isinstance(x, torch.Tensor):
+        raise ValueError(f"x must be a torch.Tensor, got {type(x).__name__}")
+    model.eval()
+    with torch.no_grad():
+        return model(x, **kwargs)
+
+
+def predict(model, x, **kwargs) -> torch.Tensor:
+    """The prediction of model(x, **kwargs) in eval mode without gradients (first of a tuple)."""
+    return _prediction(predict_with_weights(model, x, **kwargs))
+
+
+@contextmanager
+def _forked_seed(seed: int):
+    """Run the block with the torch RNG seeded to seed, then restore the previous RNG state."""
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        yield
+
+
+def seeded(seed):
+    """Context manager: seed torch's RNG inside the block and restore its state afterwards."""
+    return _forked_seed(_check_seed(seed))
+
+
+def count_parameters(model, trainable_only=True) -> int:
+    """Number of scalar parameters in model (only those requiring grad if trainable_only)."""
+    _check_model(model)
+    return sum(p.numel() for p in model.parameters() if p.requires_grad or not trainable_only)
