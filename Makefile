@@ -4,7 +4,7 @@
 #   make release   regenerate release/ and solutions/ from source/ with nbgrader
 #   make lectures  re-execute the lecture notebooks in notebooks/, storing their outputs
 #   make bench     print timings: notebooks, autograding, training
-#   make autograde / feedback / grades   the instructor's grading cycle (see README)
+#   make collect / autograde / feedback / grades   the instructor's grading cycle (see README)
 
 PYTHON ?= python3
 VENV := .venv

@@ -9,6 +9,42 @@ c.CourseDirectory.release_directory = "release"
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 
-# A cell that runs longer than this is stopped and its test scores zero.
-c.Execute.timeout = 60
+# A cell that runs longer than this is stopped and its test scores zero; the rest still runs.
+c.Execute.timeout = 30
 c.Execute.interrupt_on_timeout = True
+
+# Autograde: test cells are restored from the gradebook (nbgrader's OverwriteCells), and a student
+# cell that tampers with the grading machinery is replaced by one that explains why it did not run.
+c.Autograde.sanitize_preprocessors = [
+    "nbgrader.preprocessors.ClearOutput",
+    "nbgrader.preprocessors.DeduplicateIds",
+    "nbgrader.preprocessors.OverwriteKernelspec",
+    "nbgrader.preprocessors.OverwriteCells",
+    "nbgrader.preprocessors.CheckCellMetadata",
+    "course.integrity.RefuseTampering",
+]
+# Output beyond these limits is cut, so a submission that prints megabytes cannot bloat the
+# autograded notebooks or the feedback.
+c.Autograde.autograde_preprocessors = [
+    "nbgrader.preprocessors.Execute",
+    "nbgrader.preprocessors.IgnorePattern",
+    "nbconvert.preprocessors.ClearMetadataPreprocessor",
+    "course.feedback.LimitOutputSize",
+    "nbgrader.preprocessors.SaveAutoGrades",
+    "nbgrader.preprocessors.AssignLatePenalties",
+    "nbgrader.preprocessors.CheckCellMetadata",
+]
+c.LimitOutputSize.max_lines = 1000
+c.LimitOutputSize.max_traceback = 100
+c.LimitOutputSize.max_characters = 100_000
+
+# Feedback shows which hidden test failed and its message, never the hidden tests' code.
+c.GenerateFeedback.preprocessors = [
+    "nbgrader.preprocessors.GetGrades",
+    "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+    "course.feedback.HideHiddenTests",
+]
+
+# `make collect`: submissions downloaded from a learning-management system, one zip per student,
+# with files named <anything>_<student>_attempt_<YYYY-MM-DD-hh-mm-ss>_<file>.ipynb.
+c.ZipCollectApp.collector_plugin = "course.collect.CourseCollector"

@@ -57,10 +57,10 @@ def scratch_course(directory, assignments):
     return directory
 
 
-def submit(course_root, assignment, student, nb):
+def submit(course_root, assignment, student, nb, filename=None):
     """Place a notebook where nbgrader expects a collected submission."""
-    target = Path(course_root) / "submitted" / student / assignment / paths.lab_filename(assignment)
-    notebooks.write(nb, target)
+    folder = Path(course_root) / "submitted" / student / assignment
+    notebooks.write(nb, folder / (filename or paths.lab_filename(assignment)))
 
 
 def autograde(course_root, assignment):
@@ -80,6 +80,15 @@ def autograded_scores(course_root, assignment):
             submission.student.id: (submission.code_score, maximum)
             for submission in gradebook.assignment_submissions(assignment)
         }
+
+
+def cell_scores(course_root, assignment, student):
+    """Map grade_id -> score of each graded cell of a student's submission."""
+    url = f"sqlite:///{Path(course_root) / 'gradebook.db'}"
+    notebook = Path(paths.lab_filename(assignment)).stem
+    with Gradebook(url) as gradebook:
+        submission = gradebook.find_submission_notebook(notebook, assignment, student)
+        return {grade.name: grade.score for grade in submission.grades}
 
 
 def autograded_text(course_root, assignment, student):

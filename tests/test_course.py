@@ -8,7 +8,7 @@ import pytest
 from catalogue import ASSIGNMENTS
 from nbgrader.validator import Validator
 
-from course import notebooks, paths, release
+from course import integrity, notebooks, paths, release
 
 SOLUTION_BLOCK = re.compile(r"### BEGIN SOLUTION(.*?)### END SOLUTION", re.DOTALL)
 HIDDEN_BLOCK = re.compile(r"### BEGIN HIDDEN TESTS(.*?)### END HIDDEN TESTS", re.DOTALL)
@@ -154,3 +154,33 @@ def test_notebook_is_seeded_single_threaded_and_executed(path):
     assert "torch.set_num_threads(1)" in setup and "torch.manual_seed(" in setup
     unexecuted = [cell.source[:60] for cell in code if cell.execution_count is None]
     assert not unexecuted, f"{path.name} has cells without stored outputs: {unexecuted}"
+
+
+UNGUARDED_COMPARISONS = [
+    "torch.allclose",
+    "torch.equal",
+    "assert_close",
+    "np.allclose",
+    "numpy.allclose",
+    "np.testing",
+    "torch.isclose",
+]
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_test_cells_compare_only_through_the_grading_checks(assignment):
+    # A student's cell can replace torch.allclose and friends; utils.grading cannot be fooled.
+    for cell in source_notebook(assignment).cells:
+        if notebooks.is_test(cell):
+            grade_id = notebooks.nbgrader_meta(cell)["grade_id"]
+            for comparison in UNGUARDED_COMPARISONS:
+                assert comparison not in cell.source, f"{assignment}/{grade_id} uses {comparison}"
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_solutions_are_not_mistaken_for_tampering(assignment):
+    nb = source_notebook(assignment)
+    refuse = integrity.RefuseTampering()
+    refuse.preprocess(nb, {})
+    refused = [cell.source for cell in nb.cells if "The autograder did not run" in cell.source]
+    assert not refused, refused

@@ -1,16 +1,24 @@
 """The grading helpers pass right answers and fail wrong ones with a message naming the mistake."""
 
+import builtins
+
+import numpy as np
 import pytest
 import torch
 
+from utils import grading
 from utils.grading import (
     check_close,
+    check_different,
     check_finite,
+    check_identical,
     check_raises,
     check_shape,
     check_sums_to_one,
     check_true,
 )
+
+AssertionError_ = builtins.AssertionError
 
 
 def failure(function, *args, **kwargs):
@@ -115,3 +123,87 @@ def test_check_true():
     assert failure(check_true, False, "weights changed", hint="h") == "weights changed\nHint: h"
     with pytest.raises(ValueError, match="message must be a string"):
         check_true(True, 3)
+
+
+# A student's cell can replace library functions; the checks must still fail wrong answers.
+
+
+def outcomes_with(owner, name, fake):
+    """Run three failing checks while `owner.name` is replaced; return what each raised."""
+    had_own = name in vars(owner)
+    original = vars(owner).get(name)
+    checks = [
+        lambda: check_close(torch.tensor([1.0, 5.0]), torch.tensor([1.0, 2.0])),
+        lambda: check_sums_to_one(torch.tensor([0.2, 0.2])),
+        lambda: check_shape(torch.zeros(3), (2,)),
+    ]
+    outcomes = []
+    setattr(owner, name, fake)
+    try:
+        for check in checks:
+            try:
+                check()
+                outcomes.append(None)
+            except BaseException as raised:  # noqa: BLE001 - the test inspects whatever was raised
+                outcomes.append((type(raised), str(raised)))
+    finally:
+        if had_own:
+            setattr(owner, name, original)
+        else:
+            delattr(owner, name)
+    return outcomes
+
+
+@pytest.mark.parametrize(
+    ("owner", "name", "fake"),
+    [
+        (torch, "allclose", lambda *args, **kwargs: True),
+        (torch.testing, "assert_close", lambda *args, **kwargs: None),
+        (torch, "isnan", lambda x: torch.zeros_like(x, dtype=torch.bool)),
+        (torch.Tensor, "__sub__", lambda self, other: torch.zeros_like(self)),
+        (torch.Tensor, "abs", lambda self: torch.zeros_like(self)),
+        (torch.Tensor, "shape", property(lambda self: torch.Size([2]))),
+        (np, "allclose", lambda *args, **kwargs: True),
+        (np, "abs", lambda x: x * 0),
+        (builtins, "bool", lambda x: True),
+        (builtins, "isinstance", lambda *args: True),
+        (builtins, "AssertionError", type("Harmless", (Exception,), {})),
+    ],
+    ids=lambda value: getattr(value, "__name__", None) if not callable(value) else None,
+)
+def test_checks_survive_patched_libraries(owner, name, fake):
+    outcomes = outcomes_with(owner, name, fake)
+    expected = ["differs from the expected values", "do not sum to 1", "has shape"]
+    for outcome, message in zip(outcomes, expected, strict=True):
+        assert outcome is not None and outcome[0] is AssertionError_ and message in outcome[1]
+
+
+class Liar(torch.Tensor):
+    """A tensor subclass whose torch functions all claim success."""
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        return torch.tensor(True)
+
+
+def test_checks_read_the_real_values_of_a_tensor_subclass():
+    liar = torch.tensor([1.0, 5.0]).as_subclass(Liar)
+    with pytest.raises(AssertionError_, match="differs from the expected values"):
+        check_close(liar, torch.tensor([1.0, 2.0]))
+
+
+def test_the_checks_cannot_be_replaced():
+    with pytest.raises(AttributeError, match="read-only"):
+        grading.check_close = lambda *args, **kwargs: None
+    with pytest.raises(AttributeError, match="read-only"):
+        del grading.check_shape
+
+
+def test_check_identical_and_check_different():
+    a = torch.tensor([1.0, 2.0])
+    check_identical(a, a.clone(), "never shown")
+    assert failure(check_identical, a, a + 1e-7, "random in eval mode") == "random in eval mode"
+    assert "same" in failure(check_different, a, a.clone(), "two calls gave the same output")
+    check_different(a, a + 1, "never shown")
+    with pytest.raises(ValueError, match="message must be a string"):
+        check_identical(a, a, None)

@@ -1,21 +1,49 @@
 """Checks used by the lab tests: each failure names the likely mistake.
 
-Every check raises ``AssertionError`` with a message written for a student, and
-``ValueError`` when the check itself is called with the wrong kind of argument.
+Every check raises ``AssertionError`` with a message written for a student, and ``ValueError``
+when the check itself is called with the wrong kind of argument.
+
+The checks cannot be fooled from a student's cell: they compare values with NumPy functions and
+builtins bound when this module is imported (so replacing ``torch.allclose``, ``numpy.allclose``
+or ``builtins.bool`` later changes nothing), they read tensors through PyTorch's C methods with
+subclass overrides disabled, and the module refuses to have its attributes replaced.
 """
 
-import math
+import builtins
+import sys
+import types
 
+import numpy as np
 import torch
 
 __all__ = [
     "check_close",
+    "check_different",
+    "check_identical",
     "check_finite",
     "check_raises",
     "check_sums_to_one",
     "check_shape",
     "check_true",
 ]
+
+# Builtins and library functions, bound now: a student's cell that later replaces a builtin or a
+# torch or numpy function does not change what the checks compute.
+_BUILTINS = """AssertionError BaseException Exception ValueError bool callable dict float int
+getattr isinstance issubclass len range repr str tuple type zip"""
+globals().update({name: getattr(builtins, name) for name in _BUILTINS.split()})
+# Only NumPy's C functions (ufuncs) and ndarray methods: its Python wrappers read builtins.
+_NUMPY = """abs asarray count_nonzero float64 inf isfinite isinf isnan logical_and logical_or
+unravel_index where"""
+_np = types.SimpleNamespace(**{name: getattr(np, name) for name in _NUMPY.split()})
+_Tensor = torch.Tensor
+_TENSOR_METHODS = "detach cpu numpy to is_floating_point is_complex size"
+_tensor_methods = types.SimpleNamespace(
+    **{name: getattr(torch._C.TensorBase, name) for name in _TENSOR_METHODS.split()}
+)
+_dtype_of = torch._C.TensorBase.dtype.__get__
+_float64, _bool_dtype = torch.float64, torch.bool
+_no_subclass_overrides = torch._C.DisableTorchFunctionSubclass
 
 
 def _fail(message, hint=None):
@@ -25,24 +53,67 @@ def _fail(message, hint=None):
     raise AssertionError(message)
 
 
-def _require_tensor(value, name):
-    """ValueError for a bad name; AssertionError naming the type when `value` is no tensor."""
+def _require_name(name):
+    """ValueError unless `name` is a string."""
     if not isinstance(name, str):
         raise ValueError(f"name must be a string, got {type(name).__name__}")
-    if not isinstance(value, torch.Tensor):
+
+
+def _require_tensor(value, name):
+    """AssertionError naming the type when a student returned something other than a tensor."""
+    _require_name(name)
+    if not isinstance(value, _Tensor):
         _fail(f"{name} should be a torch.Tensor, got {type(value).__name__}")
 
 
+def _shape(tensor):
+    """The shape of a tensor as a tuple of ints."""
+    with _no_subclass_overrides():
+        return tuple(int(size) for size in _tensor_methods.size(tensor))
+
+
+def _is_floating(tensor):
+    """True for a floating-point (or complex) tensor."""
+    with _no_subclass_overrides():
+        return bool(_tensor_methods.is_floating_point(tensor)) or bool(
+            _tensor_methods.is_complex(tensor)
+        )
+
+
+def _values(tensor):
+    """A float64 (or bool) NumPy copy of a tensor's values, read without any Python override."""
+    with _no_subclass_overrides():
+        plain = _tensor_methods.cpu(_tensor_methods.detach(tensor))
+        if _dtype_of(plain) != _bool_dtype:
+            plain = _tensor_methods.to(plain, _float64)
+        return _np.asarray(_tensor_methods.numpy(plain)).copy()
+
+
+def _all(values):
+    """True when every entry of a boolean array is true."""
+    return bool(values.all())
+
+
 def _index(flat_index, shape):
-    """Turn a flat index into a tuple index for a tensor of the given shape."""
-    return tuple(int(i) for i in torch.unravel_index(torch.tensor(flat_index), shape))
+    """Turn a flat index into a tuple index for an array of the given shape."""
+    if not shape:
+        return ()
+    return tuple(int(i) for i in _np.unravel_index(int(flat_index), shape))
+
+
+def _show(value):
+    """Format one number for a message."""
+    value = float(value)
+    return f"{value:.6g}" if _np.isfinite(value) else str(value)
 
 
 def check_true(condition, message, hint=None):
     """Fail with the message (and hint) when condition is false."""
     if not isinstance(message, str):
         raise ValueError(f"message must be a string, got {type(message).__name__}")
-    if not condition:
+    if isinstance(condition, _Tensor):
+        condition = _all(_values(condition))
+    if not bool(condition):
         _fail(message, hint)
 
 
@@ -52,114 +123,135 @@ def check_shape(actual, expected_shape, name="output", hint=None):
     if not all(isinstance(size, int) and size >= 0 for size in expected_shape):
         raise ValueError(f"expected_shape must be a tuple of sizes, got {expected_shape}")
     _require_tensor(actual, name)
-    if tuple(actual.shape) != expected_shape:
-        _fail(f"{name} has shape {tuple(actual.shape)}, expected {expected_shape}", hint)
+    if _shape(actual) != expected_shape:
+        _fail(f"{name} has shape {_shape(actual)}, expected {expected_shape}", hint)
 
 
 def check_finite(actual, name="output", hint=None):
     """Check that the tensor `actual` has no NaN and no infinity."""
     _require_tensor(actual, name)
-    if not actual.is_floating_point():
+    if not _is_floating(actual):
         return
-    for bad, label in ((torch.isnan(actual), "NaN"), (torch.isinf(actual), "inf")):
-        count = int(bad.sum())
+    values = _values(actual)
+    for bad, label in ((_np.isnan(values), "NaN"), (_np.isinf(values), "inf")):
+        count = int(_np.count_nonzero(bad))
         if count:
-            first = _index(int(bad.flatten().nonzero()[0]), actual.shape)
+            first = _index(bad.ravel().nonzero()[0][0], values.shape)
             _fail(
-                f"{name} contains {label} at {count} of {actual.numel()} positions "
+                f"{name} contains {label} at {count} of {values.size} positions "
                 f"(first at index {first})",
                 hint,
             )
 
 
+def _sums_to_one(values, dim, atol):
+    """True when the array `values` sums to 1 along `dim` within atol."""
+    return _all(_np.abs(values.sum(axis=dim) - 1) <= atol)
+
+
 def check_sums_to_one(weights, dim=-1, name="weights", atol=1e-5, hint=None):
     """Check that `weights` are non-negative and sum to 1 along `dim`."""
     _require_tensor(weights, name)
-    if not isinstance(dim, int) or not -weights.dim() <= dim < max(weights.dim(), 1):
-        raise ValueError(
-            f"dim must be an integer in [-{weights.dim()}, {weights.dim()}), got {dim}"
-        )
+    ndim = len(_shape(weights))
+    if not isinstance(dim, int) or not -ndim <= dim < max(ndim, 1):
+        raise ValueError(f"dim must be an integer in [-{ndim}, {ndim}), got {dim}")
     check_finite(weights, name, hint)
-    if bool((weights < 0).any()):
+    values = _values(weights)
+    if values.size and bool((values < 0).any()):
         _fail(
-            f"{name} has negative entries (smallest {float(weights.min()):.4g}): "
+            f"{name} has negative entries (smallest {_show(values.min())}): "
             "probabilities are never negative",
             hint,
         )
-    deviation = (weights.double().sum(dim=dim) - 1).abs()
-    worst = float(deviation.max()) if deviation.numel() else 0.0
+    deviation = _np.abs(values.sum(axis=dim) - 1)
+    worst = float(deviation.max()) if deviation.size else 0.0
     if worst > atol:
-        where = _index(int(deviation.argmax()), deviation.shape)
-        sums_elsewhere = ""
-        for other in range(weights.dim()):
-            if other != dim % weights.dim() and _sums_to_one(weights, other, atol):
-                sums_elsewhere = (
+        where = _index(deviation.argmax(), deviation.shape)
+        elsewhere = ""
+        for other in range(ndim):
+            if other != dim % ndim and _sums_to_one(values, other, atol):
+                elsewhere = (
                     f" (they sum to 1 along dim={other} instead:"
                     " did you normalise over the wrong dimension?)"
                 )
                 break
         _fail(
             f"{name} do not sum to 1 along dim={dim}: the sum is off by {worst:.4g} at "
-            f"index {where}{sums_elsewhere}",
+            f"index {where}{elsewhere}",
             hint,
         )
 
 
-def _sums_to_one(weights, dim, atol):
-    """True when `weights` sum to 1 along `dim` within atol."""
-    return bool(((weights.double().sum(dim=dim) - 1).abs() <= atol).all())
+def _matches(actual, expected, atol, rtol):
+    """True when two arrays agree elementwise within the tolerances, NaN and inf included."""
+    if actual.shape != expected.shape:
+        return False
+    if actual.dtype == bool or expected.dtype == bool:
+        return _all(actual == expected)
+    both_nan = _np.logical_and(_np.isnan(actual), _np.isnan(expected))
+    same_inf = _np.logical_and(_np.isinf(expected), actual == expected)
+    close = _close_where_finite(actual, expected, atol, rtol)
+    return _all(_np.logical_or(close, _np.logical_or(both_nan, same_inf)))
+
+
+def _close_where_finite(actual, expected, atol, rtol):
+    """Elementwise |actual - expected| <= atol + rtol |expected|; False where one is not finite."""
+    finite = _np.logical_and(_np.isfinite(actual), _np.isfinite(expected))
+    actual, expected = _np.where(finite, actual, 0.0), _np.where(finite, expected, 0.0)
+    return _np.logical_and(finite, _np.abs(actual - expected) <= atol + rtol * _np.abs(expected))
 
 
 def check_close(actual, expected, name="output", atol=1e-5, rtol=1e-4, hint=None, mistakes=None):
     """Check that `actual` matches `expected`; name the mistake when a known wrong answer matches.
 
-    `mistakes` maps a description ("normalised over dim=0") to the tensor that
-    mistake would produce; when `actual` matches one of them, the message says so.
+    `mistakes` maps a description ("normalised over dim=0") to the tensor that mistake would
+    produce; when `actual` matches one of them, the message says so.
     """
-    if not isinstance(expected, torch.Tensor):
+    if not isinstance(expected, _Tensor):
         raise ValueError(f"expected must be a torch.Tensor, got {type(expected).__name__}")
     if mistakes is not None and not isinstance(mistakes, dict):
         raise ValueError("mistakes must be a dict mapping a description to a tensor")
-    check_shape(actual, expected.shape, name, hint)
-    expected = expected.to(actual.dtype) if actual.is_floating_point() else expected
-    if _matches(actual, expected, atol, rtol):
+    check_shape(actual, _shape(expected), name, hint)
+    got, want = _values(actual), _values(expected)
+    if _matches(got, want, atol, rtol):
         return
     for description, wrong in (mistakes or {}).items():
-        if (
-            isinstance(wrong, torch.Tensor)
-            and wrong.shape == actual.shape
-            and _matches(actual, wrong.to(actual.dtype), atol, rtol)
-        ):
+        if isinstance(wrong, _Tensor) and _matches(got, _values(wrong), atol, rtol):
             _fail(f"{name} is wrong: it looks like you {description}.", hint)
-    if actual.is_floating_point():
-        check_finite(actual, name, hint)
-    difference = (actual.double() - expected.double()).abs()
-    difference = torch.where(torch.isnan(difference), torch.inf, difference)
-    where = _index(int(difference.argmax()), difference.shape)
+    check_finite(actual, name, hint)
+    if got.dtype == bool or want.dtype == bool:
+        got, want = got.astype(_np.float64), want.astype(_np.float64)
+    finite = _np.logical_and(_np.isfinite(got), _np.isfinite(want))
+    difference = _np.where(
+        finite, _np.abs(_np.where(finite, got, 0.0) - _np.where(finite, want, 0.0)), _np.inf
+    )
+    where = _index(difference.argmax(), difference.shape)
     _fail(
         f"{name} differs from the expected values: largest difference "
-        f"{float(difference[where]):.4g} at index {where} "
-        f"(got {_show(actual[where])}, expected {_show(expected[where])})",
+        f"{_show(difference[where])} at index {where} "
+        f"(got {_show(got[where])}, expected {_show(want[where])})",
         hint,
     )
 
 
-def _matches(actual, expected, atol, rtol):
-    """True when the tensors agree elementwise within the tolerances, NaN and inf included."""
-    if actual.dtype == torch.bool or expected.dtype == torch.bool:
-        return bool((actual == expected).all())
-    a, e = actual.double(), expected.double()
-    same_special = (torch.isnan(a) & torch.isnan(e)) | ((a == e) & torch.isinf(e))
-    close = (a - e).abs() <= atol + rtol * e.abs()
-    return bool((close | same_special).all())
+def check_identical(first, second, message, hint=None):
+    """Fail with `message` unless the tensors have the same shape and exactly the same values."""
+    _require_tensor(first, "the first tensor")
+    _require_tensor(second, "the second tensor")
+    if not isinstance(message, str):
+        raise ValueError(f"message must be a string, got {type(message).__name__}")
+    if _shape(first) != _shape(second) or not _matches(_values(first), _values(second), 0.0, 0.0):
+        _fail(message, hint)
 
 
-def _show(value):
-    """Format a scalar tensor for a message."""
-    value = value.item()
-    if isinstance(value, float) and math.isfinite(value):
-        return f"{value:.6g}"
-    return str(value)
+def check_different(first, second, message, hint=None, atol=1e-6):
+    """Fail with `message` when the tensors agree everywhere within `atol`."""
+    _require_tensor(first, "the first tensor")
+    _require_tensor(second, "the second tensor")
+    if not isinstance(message, str):
+        raise ValueError(f"message must be a string, got {type(message).__name__}")
+    if _shape(first) == _shape(second) and _matches(_values(first), _values(second), atol, 0.0):
+        _fail(message, hint)
 
 
 def check_raises(error, function, *args, name=None, match=None, hint=None, **kwargs):
@@ -182,3 +274,16 @@ def check_raises(error, function, *args, name=None, match=None, hint=None, **kwa
     except Exception as raised:  # noqa: BLE001 - report any other exception to the student
         _fail(f"{name} raised {type(raised).__name__} ({raised}), expected {error.__name__}", hint)
     _fail(f"{name} did not raise {error.__name__}", hint)
+
+
+class _ReadOnlyModule(types.ModuleType):
+    """A module whose attributes cannot be replaced or deleted once it is loaded."""
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"utils.grading is read-only: {name} cannot be replaced")
+
+    def __delattr__(self, name):
+        raise AttributeError(f"utils.grading is read-only: {name} cannot be deleted")
+
+
+sys.modules[__name__].__class__ = _ReadOnlyModule

@@ -140,7 +140,9 @@ def _is_finite_number(value) -> bool:
 
 def _text_color(cmap, value: float, vmin: float, vmax: float) -> str:
     """Black or white, whichever reads better on the colormap's colour for value."""
-    fraction = 0.5 if not math.isfinite(value) else (value - vmin) / (vmax - vmin)
+    if not math.isfinite(value):
+        return "black"  # NaN and inf cells are left blank (white) by imshow
+    fraction = (value - vmin) / (vmax - vmin)
     red, green, blue, _ = cmap(min(max(fraction, 0.0), 1.0))
     luminance = 0.299 * red + 0.587 * green + 0.114 * blue
     return "black" if luminance > 0.5 else "white"

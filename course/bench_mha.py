@@ -1,0 +1,125 @@
+"""Time lab 07's MultiHeadAttention against nn.MultiheadAttention: ``python -m course.bench_mha``.
+
+The layer timed is the lab's own solution: the solution cells of
+source/07_multihead_attention/07_multihead_attention_lab.ipynb, executed in a fresh namespace
+after the import statements of the lab's setup cell (only its imports: the rest of that cell
+seeds the random generator and changes the number of threads of the whole process).
+
+Both layers run the same self-attention forward pass, N=32, L=128, d_model=256, 8 heads, float32
+on the CPU, in eval mode under ``torch.no_grad()``, with the same weights. nn.MultiheadAttention
+is called with ``need_weights=True, average_attn_weights=False``, so that, like ours, it returns
+the per-head weights (N, heads, L, L); in this setting PyTorch takes its fused "fast path"
+(``torch._native_multi_head_attention``). After a warm-up, the two layers are timed alternately,
+one call each per round, and each time is the median over the rounds.
+
+Threads: by default the timing runs on one thread (``torch.set_num_threads(1)``, restored
+afterwards), as the course's notebooks do, so that the ratio does not depend on the number of
+cores or on other jobs competing for them; ``num_threads=None`` (``--threads 0``) leaves the
+setting as it is.
+"""
+
+import argparse
+import ast
+import statistics
+import time
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from course import notebooks, paths
+from course.submissions import solution_cells
+
+ASSIGNMENT = "07_multihead_attention"
+BATCH, LENGTH, D_MODEL, N_HEADS = 32, 128, 256, 8
+
+
+def setup_imports(root=paths.ROOT):
+    """The import statements of the lab's setup cell, as source code."""
+    path = Path(root) / "source" / ASSIGNMENT / paths.lab_filename(ASSIGNMENT)
+    cells = notebooks.read(path).cells
+    setup = next(c.source for c in cells if notebooks.nbgrader_meta(c).get("grade_id") == "setup")
+    statements = ast.parse(setup).body
+    imports = [node for node in statements if isinstance(node, ast.Import | ast.ImportFrom)]
+    return ast.unparse(ast.Module(body=imports, type_ignores=[]))
+
+
+def load_solution(root=paths.ROOT):
+    """A fresh namespace in which the setup imports and every solution code cell have run."""
+    namespace = {"__name__": f"{ASSIGNMENT}_solution"}
+    exec(compile(setup_imports(root), f"<{ASSIGNMENT} setup imports>", "exec"), namespace)
+    for grade_id, source in solution_cells(ASSIGNMENT, root=root, cell_types=("code",)).items():
+        exec(compile(source, f"<{ASSIGNMENT} solution cell {grade_id}>", "exec"), namespace)
+    return namespace
+
+
+def torch_layer_like(layer):
+    """An nn.MultiheadAttention (batch_first) with the weights of the lab's layer, in eval mode."""
+    reference = nn.MultiheadAttention(D_MODEL, N_HEADS, batch_first=True).eval()
+    projections = (layer.w_q, layer.w_k, layer.w_v)
+    with torch.no_grad():
+        reference.in_proj_weight.copy_(torch.cat([p.weight for p in projections]))  # (3D, D)
+        reference.in_proj_bias.copy_(torch.cat([p.bias for p in projections]))  # (3D,)
+        reference.out_proj.weight.copy_(layer.w_o.weight)  # (D, D)
+        reference.out_proj.bias.copy_(layer.w_o.bias)  # (D,)
+    return reference
+
+
+def alternate_medians(first, second, repeats, warmup):
+    """Median seconds of the calls first() and second(), timed alternately `repeats` times."""
+    for _ in range(warmup):
+        first()
+        second()
+    times = ([], [])
+    for _ in range(repeats):
+        for function, record in zip((first, second), times, strict=True):
+            start = time.perf_counter()
+            function()
+            record.append(time.perf_counter() - start)
+    return statistics.median(times[0]), statistics.median(times[1])
+
+
+def run(repeats=21, warmup=3, num_threads=1, seed=0):
+    """Median forward seconds of the lab's MultiHeadAttention and of nn.MultiheadAttention."""
+    namespace = load_solution()
+    previous_threads = torch.get_num_threads()
+    if num_threads is not None:
+        torch.set_num_threads(num_threads)
+    try:
+        with torch.random.fork_rng():
+            torch.manual_seed(seed)
+            ours = namespace["MultiHeadAttention"](D_MODEL, N_HEADS).eval()
+            theirs = torch_layer_like(ours)
+            x = torch.randn(BATCH, LENGTH, D_MODEL)  # (N, L, D)
+        with torch.no_grad():
+            output, weights = ours(x, x, x)
+            expected, expected_weights = theirs(x, x, x, need_weights=True,
+                                                average_attn_weights=False)
+            if not (torch.allclose(output, expected, atol=1e-5)
+                    and torch.allclose(weights, expected_weights, atol=1e-5)):
+                raise RuntimeError("the lab's layer disagrees with nn.MultiheadAttention")
+            ours_seconds, torch_seconds = alternate_medians(
+                lambda: ours(x, x, x),
+                lambda: theirs(x, x, x, need_weights=True, average_attn_weights=False),
+                repeats, warmup)
+    finally:
+        torch.set_num_threads(previous_threads)
+    return {"mha_forward_seconds": ours_seconds,
+            "torch_mha_forward_seconds": torch_seconds,
+            "mha_vs_torch_ratio": ours_seconds / torch_seconds}
+
+
+def main(argv=None):
+    """Command-line entry point: print `name: value` lines."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=21, help="timed calls per layer")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch threads during the timing (0: leave the setting as it is)")
+    args = parser.parse_args(argv)
+    results = run(repeats=args.repeats, num_threads=args.threads or None)
+    for name, value in results.items():
+        print(f"{name}: {value:.6g}")
+
+
+if __name__ == "__main__":
+    main()

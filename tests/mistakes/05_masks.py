@@ -1,0 +1,166 @@
+"""Typical mistakes in lab 05: each must lose points and show the message that names it."""
+
+from course.submissions import Mistake
+
+MISTAKES = [
+    Mistake(
+        name="padding_off_by_one",
+        cell="padding_mask",
+        code='''
+def padding_mask(lengths, max_len=None):
+    if max_len is None:
+        max_len = int(lengths.max())
+    if max_len < int(lengths.max()):
+        raise ValueError(f"max_len must be at least the longest length, got {max_len}")
+    if bool((lengths < 0).any()):
+        raise ValueError(f"lengths must be non-negative, got {lengths.tolist()}")
+    return torch.arange(max_len)[None, :] <= lengths[:, None]
+''',
+        message="used <= instead of <",
+    ),
+    Mistake(
+        name="padding_ignores_max_len",
+        cell="padding_mask",
+        code='''
+def padding_mask(lengths, max_len=None):
+    if max_len is not None and max_len < int(lengths.max()):
+        raise ValueError(f"max_len must be at least the longest length, got {max_len}")
+    if bool((lengths < 0).any()):
+        raise ValueError(f"lengths must be non-negative, got {lengths.tolist()}")
+    return torch.arange(int(lengths.max()))[None, :] < lengths[:, None]
+''',
+        message="the mask must have max_len columns when max_len is given",
+    ),
+    Mistake(
+        name="padding_inverted",
+        cell="padding_mask",
+        code='''
+def padding_mask(lengths, max_len=None):
+    if max_len is None:
+        max_len = int(lengths.max())
+    return torch.arange(max_len)[None, :] >= lengths[:, None]
+''',
+        message="inverted the mask: True must mark the real positions",
+    ),
+    Mistake(
+        name="padding_not_validated",
+        cell="padding_mask",
+        code='''
+def padding_mask(lengths, max_len=None):
+    if max_len is None:
+        max_len = int(lengths.max())
+    return torch.arange(max_len)[None, :] < lengths[:, None]
+''',
+        message="padding_mask([2, 3, 1], max_len=2) did not raise ValueError",
+    ),
+    Mistake(
+        name="causal_upper_triangular",
+        cell="causal_mask",
+        code='''
+def causal_mask(size):
+    if size < 1:
+        raise ValueError(f"size must be a positive integer, got {size}")
+    return torch.ones(size, size, dtype=torch.bool).triu()
+''',
+        message="built an upper-triangular mask",
+    ),
+    Mistake(
+        name="causal_without_diagonal",
+        cell="causal_mask",
+        code='''
+def causal_mask(size):
+    if size < 1:
+        raise ValueError(f"size must be a positive integer, got {size}")
+    return torch.ones(size, size, dtype=torch.bool).tril(diagonal=-1)
+''',
+        message="left out the diagonal",
+    ),
+    Mistake(
+        name="causal_inverted",
+        cell="causal_mask",
+        code='''
+def causal_mask(size):
+    if size < 1:
+        raise ValueError(f"size must be a positive integer, got {size}")
+    return torch.ones(size, size, dtype=torch.bool).triu(diagonal=1)
+''',
+        message="inverted the mask: True must mean may attend",
+    ),
+    Mistake(
+        name="causal_float_mask",
+        cell="causal_mask",
+        code='''
+def causal_mask(size):
+    if size < 1:
+        raise ValueError(f"size must be a positive integer, got {size}")
+    return torch.ones(size, size).tril()
+''',
+        message="causal_mask(4) should be a boolean tensor",
+    ),
+    Mistake(
+        name="softmax_nan_rows",
+        cell="masked_softmax",
+        code='''
+def masked_softmax(scores, mask, dim=-1):
+    return torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=dim)
+''',
+        message="the fully masked row 1 is 0 / 0 = NaN",
+    ),
+    Mistake(
+        name="softmax_uniform_rows",
+        cell="masked_softmax",
+        code='''
+def masked_softmax(scores, mask, dim=-1):
+    return torch.softmax(scores.masked_fill(~mask, -1e9), dim=dim)
+''',
+        message="row 1 became uniform instead of all zeros",
+    ),
+    Mistake(
+        name="softmax_masked_afterwards",
+        cell="masked_softmax",
+        code='''
+def masked_softmax(scores, mask, dim=-1):
+    return torch.softmax(scores, dim=dim) * mask
+''',
+        message="multiplied the weights by the mask after the softmax without renormalising",
+    ),
+    Mistake(
+        name="softmax_inverted_mask",
+        cell="masked_softmax",
+        code='''
+def masked_softmax(scores, mask, dim=-1):
+    filled = scores.masked_fill(mask, float("-inf"))
+    largest = filled.amax(dim=dim, keepdim=True)
+    largest = largest.masked_fill(largest == float("-inf"), 0.0)
+    exps = (filled - largest).exp()
+    total = exps.sum(dim=dim, keepdim=True)
+    return exps / total.masked_fill(total == 0, 1.0)
+''',
+        message="inverted the mask: True means may attend",
+    ),
+    Mistake(
+        name="softmax_shift_includes_masked",
+        cell="masked_softmax",
+        code='''
+def masked_softmax(scores, mask, dim=-1):
+    if mask.dtype != torch.bool:
+        raise ValueError(f"mask must be boolean, got {mask.dtype}")
+    exps = (scores - scores.amax(dim=dim, keepdim=True)).exp() * mask
+    total = exps.sum(dim=dim, keepdim=True)
+    return exps / total.clamp_min(1e-30)
+''',
+        message="shifted by the largest score of the row, masked ones included",
+    ),
+    Mistake(
+        name="softmax_additive_mask_nan_gradient",
+        cell="masked_softmax",
+        code='''
+def masked_softmax(scores, mask, dim=-1):
+    if mask.dtype != torch.bool:
+        raise ValueError(f"mask must be boolean, got {mask.dtype}")
+    additive = torch.zeros(mask.shape).masked_fill(~mask, float("-inf"))
+    return torch.softmax(scores + additive, dim=dim).nan_to_num(0.0)
+''',
+        message="still flows backward after you replace it by 0",
+    ),
+]

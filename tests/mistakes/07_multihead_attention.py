@@ -1,0 +1,194 @@
+"""Typical mistakes in lab 07: each must lose points and show the message that names it."""
+
+from course.submissions import Mistake
+
+# A correct layer; the layer's mistakes below each change one part of it.
+_LAYER = '''
+import math
+
+import torch
+from torch import nn
+import torch.nn.functional as F
+
+
+class MultiHeadAttention(nn.Module):
+    def __init__(self, d_model, n_heads, dropout=0.0):
+        super().__init__()
+        if d_model % n_heads != 0:
+            raise ValueError(f"n_heads={n_heads} does not divide d_model={d_model}")
+        self.n_heads = n_heads
+        self.head_size = d_model // n_heads
+        self.w_q = nn.Linear(d_model, d_model)
+        self.w_k = nn.Linear(d_model, d_model)
+        self.w_v = nn.Linear(d_model, d_model)
+        self.w_o = nn.Linear(d_model, d_model)
+        self.dropout = nn.Dropout(dropout)
+        self.p = dropout
+
+    def forward(self, query, key, value, mask=None):
+        q = split_heads(self.w_q(query), self.n_heads)
+        k = split_heads(self.w_k(key), self.n_heads)
+        v = split_heads(self.w_v(value), self.n_heads)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_size)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        weights = self.dropout(torch.softmax(scores, dim=-1))
+        return self.w_o(merge_heads(weights @ v)), weights
+'''
+
+
+def _layer_with(*replacements):
+    """The correct layer with each text `old` of the pairs (old, new) replaced by `new`."""
+    code = _LAYER
+    for old, new in zip(replacements[::2], replacements[1::2], strict=True):
+        if code.count(old) != 1:
+            raise ValueError(f"{old!r} is not exactly once in the layer")
+        code = code.replace(old, new)
+    return code
+
+
+MISTAKES = [
+    Mistake(
+        name="split_view_without_transpose",
+        cell="split_heads",
+        code='''
+def split_heads(x, n_heads):
+    batch, length, d_model = x.shape
+    if d_model % n_heads != 0:
+        raise ValueError(f"n_heads={n_heads} does not divide D={d_model}")
+    return x.view(batch, n_heads, length, d_model // n_heads)
+''',
+        message="reshaped straight to (N, n_heads, L, d) with one view, without the transpose",
+    ),
+    Mistake(
+        name="split_interleaves_heads",
+        cell="split_heads",
+        code='''
+def split_heads(x, n_heads):
+    batch, length, d_model = x.shape
+    if d_model % n_heads != 0:
+        raise ValueError(f"n_heads={n_heads} does not divide D={d_model}")
+    return x.view(batch, length, d_model // n_heads, n_heads).permute(0, 3, 1, 2)
+''',
+        message="cut the features as (d, n_heads) instead of (n_heads, d)",
+    ),
+    Mistake(
+        name="split_does_not_validate",
+        cell="split_heads",
+        code='''
+def split_heads(x, n_heads):
+    batch, length, d_model = x.shape
+    return x.view(batch, length, n_heads, d_model // n_heads).transpose(1, 2)
+''',
+        message="raised RuntimeError",
+    ),
+    Mistake(
+        name="split_error_without_numbers",
+        cell="split_heads",
+        code='''
+def split_heads(x, n_heads):
+    batch, length, d_model = x.shape
+    if d_model % n_heads != 0:
+        raise ValueError("n_heads must divide the model size")
+    return x.view(batch, length, n_heads, d_model // n_heads).transpose(1, 2)
+''',
+        message="does not mention '3'",
+    ),
+    Mistake(
+        name="merge_without_transpose",
+        cell="merge_heads",
+        code='''
+def merge_heads(x):
+    batch, n_heads, length, head_size = x.shape
+    return x.reshape(batch, length, n_heads * head_size)
+''',
+        message="without transposing heads and positions back",
+    ),
+    Mistake(
+        name="merge_interleaves_heads",
+        cell="merge_heads",
+        code='''
+def merge_heads(x):
+    batch, n_heads, length, head_size = x.shape
+    return x.permute(0, 2, 3, 1).reshape(batch, length, n_heads * head_size)
+''',
+        message="interleaved the heads' features",
+    ),
+    Mistake(
+        name="merge_view_after_transpose",
+        cell="merge_heads",
+        code='''
+def merge_heads(x):
+    batch, n_heads, length, head_size = x.shape
+    return x.transpose(1, 2).view(batch, length, n_heads * head_size)
+''',
+        message="after transpose the tensor is not contiguous, so view cannot flatten it",
+    ),
+    Mistake(
+        name="merge_keeps_heads_apart",
+        cell="merge_heads",
+        code='''
+def merge_heads(x):
+    return x.transpose(1, 2)
+''',
+        message="has shape (2, 3, 2, 4), expected (2, 3, 8)",
+    ),
+    Mistake(
+        name="layer_without_output_projection",
+        cell="multi_head_attention",
+        code=_layer_with("return self.w_o(merge_heads(weights @ v)), weights",
+                         "return merge_heads(weights @ v), weights"),
+        message="forgot the output projection w_o after merging the heads",
+    ),
+    Mistake(
+        name="layer_scales_by_d_model",
+        cell="multi_head_attention",
+        code=_layer_with("/ math.sqrt(self.head_size)",
+                         "/ math.sqrt(self.n_heads * self.head_size)"),
+        message="scaled the scores by sqrt(d_model) instead of sqrt(d_model // n_heads)",
+    ),
+    Mistake(
+        name="layer_without_scaling",
+        cell="multi_head_attention",
+        code=_layer_with(" / math.sqrt(self.head_size)", ""),
+        message="forgot to divide the scores by sqrt(head size)",
+    ),
+    Mistake(
+        name="layer_dropout_in_eval",
+        cell="multi_head_attention",
+        code=_layer_with("weights = self.dropout(torch.softmax(scores, dim=-1))",
+                         "weights = F.dropout(torch.softmax(scores, dim=-1), p=self.p)"),
+        message="gave different outputs for the same input in eval mode",
+    ),
+    Mistake(
+        name="layer_inverted_mask",
+        cell="multi_head_attention",
+        code=_layer_with('scores.masked_fill(~mask, float("-inf"))',
+                         'scores.masked_fill(mask, float("-inf"))'),
+        message="inverted the mask: here True means *may attend*",
+    ),
+    Mistake(
+        name="layer_without_dropout",
+        cell="multi_head_attention",
+        code=_layer_with("weights = self.dropout(torch.softmax(scores, dim=-1))",
+                         "weights = torch.softmax(scores, dim=-1)"),
+        message="two calls gave the same output: apply dropout to the attention weights",
+    ),
+    Mistake(
+        name="layer_dropout_on_output",
+        cell="multi_head_attention",
+        code=_layer_with("weights = self.dropout(torch.softmax(scores, dim=-1))",
+                         "weights = torch.softmax(scores, dim=-1)",
+                         "return self.w_o(merge_heads(weights @ v)), weights",
+                         "return self.dropout(self.w_o(merge_heads(weights @ v))), weights"),
+        message="(expected about half): apply dropout to the attention weights and return them",
+    ),
+    Mistake(
+        name="layer_does_not_validate",
+        cell="multi_head_attention",
+        code=_layer_with('''        if d_model % n_heads != 0:
+            raise ValueError(f"n_heads={n_heads} does not divide d_model={d_model}")
+''', ""),
+        message="MultiHeadAttention(8, 3) did not raise ValueError",
+    ),
+]
