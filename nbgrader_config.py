@@ -10,6 +10,7 @@ c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedE
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 
 # A cell that runs longer than this is stopped and its test scores zero; the rest still runs.
+# (ForkingExecute is nbgrader's Execute with kernels forked from a process that imported torch.)
 c.Execute.timeout = 30
 c.Execute.interrupt_on_timeout = True
 
@@ -26,7 +27,7 @@ c.Autograde.sanitize_preprocessors = [
 # Output beyond these limits is cut, so a submission that prints megabytes cannot bloat the
 # autograded notebooks or the feedback.
 c.Autograde.autograde_preprocessors = [
-    "nbgrader.preprocessors.Execute",
+    "course.fastkernel.ForkingExecute",
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "course.feedback.LimitOutputSize",

@@ -1,8 +1,11 @@
 """Print timings, one `name: value` per line: ``python -m course.bench``.
 
 * `execute_seconds_<notebook>`: wall seconds to execute each lecture and solution notebook;
-* `autograde_seconds_per_submission_<lab>`: wall seconds per submission when nbgrader autogrades
-  a class of solution submissions of each lab;
+* `autograde_seconds_per_submission`: wall seconds per submission when nbgrader autogrades a class
+  of 20 solution submissions of lab 01, everything included (nbgrader's start, the gradebook);
+  `..._unforked` the same with kernels started the ordinary way instead of forked
+  (`course.fastkernel`);
+* `autograde_seconds_per_submission_<lab>`: the same for a class of 4 submissions of each lab;
 * the figures of the lesson benchmarks (`course.bench_seq2seq`, `course.bench_mha`).
 """
 
@@ -26,10 +29,13 @@ def execute_seconds(path):
     return time.perf_counter() - start
 
 
-def autograde_seconds_per_submission(assignment, students=4):
+def autograde_seconds_per_submission(assignment, students=4, fork=True):
     """Wall seconds per submission for nbgrader to autograde `students` solution submissions."""
     with tempfile.TemporaryDirectory() as scratch:
         root = scratch_course(scratch, [assignment])
+        if not fork:
+            with open(root / "nbgrader_config.py", "a") as config:
+                config.write("\nc.ForkingExecute.fork = False\n")
         release = notebooks.read(root / "release" / assignment / paths.lab_filename(assignment))
         submission = fill(release, solution_cells(assignment))
         for number in range(students):
@@ -48,7 +54,16 @@ def main(argv=None):
     """Command-line entry point."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--students", type=int, default=4, help="submissions per lab to autograde")
+    parser.add_argument("--class-size", type=int, default=20, help="submissions of lab 01")
     args = parser.parse_args(argv)
+    first = paths.assignments()[0]
+    report(
+        "autograde_seconds_per_submission", autograde_seconds_per_submission(first, args.class_size)
+    )
+    report(
+        "autograde_seconds_per_submission_unforked",
+        autograde_seconds_per_submission(first, args.class_size, fork=False),
+    )
     for path in paths.lecture_notebooks() + sorted(paths.SOLUTIONS.rglob("*.ipynb")):
         report(f"execute_seconds_{path.stem}", execute_seconds(path))
     for assignment in paths.assignments():

@@ -258,6 +258,18 @@ def test_grades_csv_has_one_row_per_student_with_manual_grades(course):
     assert float(honest[LAB]) == 10
 
 
+def processes_working_in(folder):
+    """Process ids whose working directory is inside `folder`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and Path(os.readlink(entry / "cwd")).is_relative_to(folder):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
 def test_autograde_killed_midway_resumes_without_losing_or_repeating(tmp_path):
     root = scratch_course(tmp_path, [LAB])
     release, answers = release_notebook(root), solution_cells(LAB)
@@ -277,6 +289,10 @@ def test_autograde_killed_midway_resumes_without_losing_or_repeating(tmp_path):
     os.killpg(process.pid, signal.SIGKILL)
     process.wait()
     assert second.exists()
+    deadline = time.monotonic() + 10
+    while processes_working_in(root) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not processes_working_in(root), "kernels outlived the killed autograde"
     result = run_instructor(root, "autograde", LAB)
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"{LAB}: 3 students graded" in result.stdout
