@@ -19,38 +19,21 @@ setting as it is.
 """
 
 import argparse
-import ast
 import statistics
 import time
-from pathlib import Path
 
 import torch
 from torch import nn
 
-from course import notebooks, paths
-from course.submissions import solution_cells
+from course import paths, submissions
 
 ASSIGNMENT = "07_multihead_attention"
 BATCH, LENGTH, D_MODEL, N_HEADS = 32, 128, 256, 8
 
 
-def setup_imports(root=paths.ROOT):
-    """The import statements of the lab's setup cell, as source code."""
-    path = Path(root) / "source" / ASSIGNMENT / paths.lab_filename(ASSIGNMENT)
-    cells = notebooks.read(path).cells
-    setup = next(c.source for c in cells if notebooks.nbgrader_meta(c).get("grade_id") == "setup")
-    statements = ast.parse(setup).body
-    imports = [node for node in statements if isinstance(node, ast.Import | ast.ImportFrom)]
-    return ast.unparse(ast.Module(body=imports, type_ignores=[]))
-
-
 def load_solution(root=paths.ROOT):
-    """A fresh namespace in which the setup imports and every solution code cell have run."""
-    namespace = {"__name__": f"{ASSIGNMENT}_solution"}
-    exec(compile(setup_imports(root), f"<{ASSIGNMENT} setup imports>", "exec"), namespace)
-    for grade_id, source in solution_cells(ASSIGNMENT, root=root, cell_types=("code",)).items():
-        exec(compile(source, f"<{ASSIGNMENT} solution cell {grade_id}>", "exec"), namespace)
-    return namespace
+    """A fresh namespace with the lab's solution code (see course.submissions.load_solution)."""
+    return submissions.load_solution(ASSIGNMENT, root)
 
 
 def torch_layer_like(layer):
@@ -93,28 +76,39 @@ def run(repeats=21, warmup=3, num_threads=1, seed=0):
             x = torch.randn(BATCH, LENGTH, D_MODEL)  # (N, L, D)
         with torch.no_grad():
             output, weights = ours(x, x, x)
-            expected, expected_weights = theirs(x, x, x, need_weights=True,
-                                                average_attn_weights=False)
-            if not (torch.allclose(output, expected, atol=1e-5)
-                    and torch.allclose(weights, expected_weights, atol=1e-5)):
+            expected, expected_weights = theirs(
+                x, x, x, need_weights=True, average_attn_weights=False
+            )
+            if not (
+                torch.allclose(output, expected, atol=1e-5)
+                and torch.allclose(weights, expected_weights, atol=1e-5)
+            ):
                 raise RuntimeError("the lab's layer disagrees with nn.MultiheadAttention")
             ours_seconds, torch_seconds = alternate_medians(
                 lambda: ours(x, x, x),
                 lambda: theirs(x, x, x, need_weights=True, average_attn_weights=False),
-                repeats, warmup)
+                repeats,
+                warmup,
+            )
     finally:
         torch.set_num_threads(previous_threads)
-    return {"mha_forward_seconds": ours_seconds,
-            "torch_mha_forward_seconds": torch_seconds,
-            "mha_vs_torch_ratio": ours_seconds / torch_seconds}
+    return {
+        "mha_forward_seconds": ours_seconds,
+        "torch_mha_forward_seconds": torch_seconds,
+        "mha_vs_torch_ratio": ours_seconds / torch_seconds,
+    }
 
 
 def main(argv=None):
     """Command-line entry point: print `name: value` lines."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=21, help="timed calls per layer")
-    parser.add_argument("--threads", type=int, default=1,
-                        help="torch threads during the timing (0: leave the setting as it is)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch threads during the timing (0: leave the setting as it is)",
+    )
     args = parser.parse_args(argv)
     results = run(repeats=args.repeats, num_threads=args.threads or None)
     for name, value in results.items():

@@ -4,6 +4,7 @@ The tests use this to prove that the autograder gives full marks to the solution
 blank release and partial marks, with a targeted message, to each catalogued mistake.
 """
 
+import ast
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +33,29 @@ def solution_cells(assignment, root=paths.ROOT, cell_types=("code", "markdown"))
         for cell in nb.cells
         if notebooks.is_solution(cell) and cell.cell_type in cell_types
     }
+
+
+def setup_imports(assignment, root=paths.ROOT):
+    """The import statements of a lab's setup cell, as source code (its seeding left out)."""
+    nb = notebooks.read(Path(root) / "source" / assignment / paths.lab_filename(assignment))
+    setup = next(
+        c.source for c in nb.cells if notebooks.nbgrader_meta(c).get("grade_id") == "setup"
+    )
+    imports = [
+        node for node in ast.parse(setup).body if isinstance(node, ast.Import | ast.ImportFrom)
+    ]
+    return ast.unparse(ast.Module(body=imports, type_ignores=[]))
+
+
+def load_solution(assignment, root=paths.ROOT):
+    """A fresh namespace in which a lab's setup imports and every solution code cell have run."""
+    namespace = {"__name__": f"{assignment}_solution"}
+    exec(
+        compile(setup_imports(assignment, root), f"<{assignment} setup imports>", "exec"), namespace
+    )
+    for grade_id, source in solution_cells(assignment, root, cell_types=("code",)).items():
+        exec(compile(source, f"<{assignment} solution cell {grade_id}>", "exec"), namespace)
+    return namespace
 
 
 def fill(release_nb, answers):

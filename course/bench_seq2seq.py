@@ -1,0 +1,88 @@
+"""Train lab 06's attention model and the plain encoder-decoder: ``python -m course.bench_seq2seq``.
+
+The attention model is the lab's own solution: the solution cells of
+source/06_seq2seq_attention/06_seq2seq_attention_lab.ipynb, executed in a fresh namespace after
+the import statements of the lab's setup cell (only its imports: the rest of that cell seeds the
+random generator and changes the number of threads of the whole process).
+
+Both models train with `utils.seq2seq.RECIPE`, the recipe of the lecture and of the lab's training
+test (same data, hidden size, batch size, epochs and learning rate), from seed 0, and are tested
+on the recipe's test set (new squares from another seed). The seconds count the training loop
+only (`utils.training.fit`, without a per-epoch test loss); data generation and the final test are
+left out. Before it is timed, each model trains for one epoch on a tiny data set: the first
+backward pass of a process pays one-time set-up costs (about 1 s on a 2-core machine) that would
+otherwise be charged to whichever model trains first.
+
+Threads: 2 by default (``torch.set_num_threads(2)``, restored afterwards), as the speed target is
+for 2 cores; the lecture and the lab train on 1 thread so that their numbers are reproducible.
+"""
+
+import argparse
+from dataclasses import replace
+
+import torch
+
+from course import paths, submissions
+from utils.data import TARGET_LENGTH
+from utils.seq2seq import N_FEATURES, RECIPE, Encoder, baseline_model, train_seq2seq
+
+ASSIGNMENT = "06_seq2seq_attention"
+
+
+def load_solution(root=paths.ROOT):
+    """A fresh namespace with the lab's solution code (see course.submissions.load_solution)."""
+    return submissions.load_solution(ASSIGNMENT, root)
+
+
+def attention_builder(namespace, recipe=RECIPE):
+    """A function that builds a fresh Seq2SeqWithAttention of the lab, sized by the recipe."""
+
+    def build():
+        encoder = Encoder(N_FEATURES, recipe.hidden_dim)
+        decoder = namespace["DecoderWithAttention"](N_FEATURES, recipe.hidden_dim)
+        return namespace["Seq2SeqWithAttention"](
+            encoder, decoder, TARGET_LENGTH, teacher_forcing=recipe.teacher_forcing
+        )
+
+    return build
+
+
+def timed_training(build, recipe):
+    """Train a model built by `build` with the recipe from seed 0, after a one-epoch warm-up."""
+    warm_up = replace(recipe, n_train=64, n_test=64, batch_size=64, epochs=1)
+    train_seq2seq(build, warm_up, seed=0, track_test_loss=False)
+    return train_seq2seq(build, recipe, seed=0, track_test_loss=False)
+
+
+def run(num_threads=2, recipe=RECIPE, root=paths.ROOT) -> dict:
+    """Test MSE and training seconds of the lab's attention model and of the plain model."""
+    build_attention = attention_builder(load_solution(root), recipe)
+    previous = torch.get_num_threads()
+    if num_threads is not None:
+        torch.set_num_threads(num_threads)
+    try:
+        attention = timed_training(build_attention, recipe)
+        baseline = timed_training(
+            lambda: baseline_model(recipe.hidden_dim, recipe.teacher_forcing), recipe
+        )
+    finally:
+        torch.set_num_threads(previous)
+    return {
+        "seq2seq_attention_test_mse": attention.test_mse,
+        "seq2seq_attention_train_seconds": attention.seconds,
+        "seq2seq_baseline_test_mse": baseline.test_mse,
+        "seq2seq_baseline_train_seconds": baseline.seconds,
+    }
+
+
+def main(argv=None):
+    """Command-line entry point: print one `name: value` line per figure."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, default=2, help="torch threads (0: leave as is)")
+    args = parser.parse_args(argv)
+    for name, value in run(num_threads=args.threads or None).items():
+        print(f"{name}: {value:.4f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,323 @@
+"""Typical mistakes in lab 06: each must lose points and show the message that names it."""
+
+from course.submissions import Mistake
+
+ATTENTION_HEAD = '''
+class Attention(nn.Module):
+    def __init__(self, hidden_dim):
+        super().__init__()
+        self.hidden_dim = hidden_dim
+        self.query_projection = nn.Linear(hidden_dim, hidden_dim)
+        self.key_projection = nn.Linear(hidden_dim, hidden_dim)
+
+    def forward(self, query, keys, values, mask=None):
+'''
+
+DECODER_HEAD = '''
+class DecoderWithAttention(nn.Module):
+    def __init__(self, n_features, hidden_dim):
+        super().__init__()
+        self.cell = nn.GRUCell(n_features, hidden_dim)
+        self.attention = Attention(hidden_dim)
+        self.output = nn.Linear(2 * hidden_dim, n_features)
+
+    def forward(self, x, hidden, encoder_states, mask=None):
+'''
+
+SEQ2SEQ_HEAD = '''
+class Seq2SeqWithAttention(nn.Module):
+    def __init__(self, encoder, decoder, target_len, teacher_forcing=0.5):
+        super().__init__()
+        self.encoder = encoder
+        self.decoder = decoder
+        self.target_len = target_len
+        self.teacher_forcing = teacher_forcing
+
+    def forward(self, source, target=None, mask=None):
+'''
+
+
+def attention(body):
+    """A whole Attention cell whose forward runs `body` (indented 8 spaces)."""
+    return ATTENTION_HEAD + body
+
+
+def decoder(body):
+    """A whole DecoderWithAttention cell whose forward runs `body`."""
+    return DECODER_HEAD + body
+
+
+def seq2seq(body):
+    """A whole Seq2SeqWithAttention cell whose forward runs `body`."""
+    return SEQ2SEQ_HEAD + body
+
+
+SEQ2SEQ_LOOP_START = '''
+        states, hidden = self.encoder(source, mask)
+        x = last_step(source, mask)
+        predictions, weights = [], []
+'''
+
+MISTAKES = [
+    Mistake(
+        name="attention_not_scaled",
+        cell="attention",
+        code=attention('''
+        scores = self.query_projection(query) @ self.key_projection(keys).transpose(1, 2)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        weights = torch.softmax(scores, dim=-1)
+        return weights @ values, weights
+'''),
+        message="it looks like you forgot to divide the scores by sqrt(hidden_dim)",
+    ),
+    Mistake(
+        name="attention_softmax_over_queries",
+        cell="attention",
+        code=attention('''
+        scores = self.query_projection(query) @ self.key_projection(keys).transpose(1, 2)
+        scores = scores / self.hidden_dim**0.5
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        weights = torch.softmax(scores, dim=1)
+        return weights @ values, weights
+'''),
+        message="did you normalise over the wrong dimension?",
+    ),
+    Mistake(
+        name="attention_keys_as_values",
+        cell="attention",
+        code=attention('''
+        scores = self.query_projection(query) @ self.key_projection(keys).transpose(1, 2)
+        scores = scores / self.hidden_dim**0.5
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        weights = torch.softmax(scores, dim=-1)
+        return weights @ keys, weights
+'''),
+        message="it looks like you used the keys as the values",
+    ),
+    Mistake(
+        name="attention_without_projections",
+        cell="attention",
+        code=attention('''
+        scores = query @ keys.transpose(1, 2) / self.hidden_dim**0.5
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        weights = torch.softmax(scores, dim=-1)
+        return weights @ values, weights
+'''),
+        message="it looks like you used the keys and the query without their projections",
+    ),
+    Mistake(
+        name="attention_ignores_mask",
+        cell="attention",
+        code=attention('''
+        scores = self.query_projection(query) @ self.key_projection(keys).transpose(1, 2)
+        weights = torch.softmax(scores / self.hidden_dim**0.5, dim=-1)
+        return weights @ values, weights
+'''),
+        message="it looks like you ignored the mask",
+    ),
+    Mistake(
+        name="attention_inverted_mask",
+        cell="attention",
+        code=attention('''
+        scores = self.query_projection(query) @ self.key_projection(keys).transpose(1, 2)
+        scores = scores / self.hidden_dim**0.5
+        if mask is not None:
+            scores = scores.masked_fill(mask, float("-inf"))
+        weights = torch.softmax(scores, dim=-1)
+        return weights @ values, weights
+'''),
+        message="it looks like you inverted the mask",
+    ),
+    Mistake(
+        name="attention_masked_scores_zero",
+        cell="attention",
+        code=attention('''
+        scores = self.query_projection(query) @ self.key_projection(keys).transpose(1, 2)
+        scores = scores / self.hidden_dim**0.5
+        if mask is not None:
+            scores = scores.masked_fill(~mask, 0.0)
+        weights = torch.softmax(scores, dim=-1)
+        return weights @ values, weights
+'''),
+        message="it looks like you set the masked scores to 0 instead of -inf",
+    ),
+    Mistake(
+        name="decoder_query_from_encoder",
+        cell="decoder_with_attention",
+        code=decoder('''
+        hidden = self.cell(x[:, 0], hidden)
+        query = encoder_states[:, -1:]
+        context, weights = self.attention(query, encoder_states, encoder_states, mask)
+        prediction = self.output(torch.cat([context, hidden.unsqueeze(1)], dim=-1))
+        return prediction, hidden, weights
+'''),
+        message="the attention weights do not change with the decoder's hidden state",
+    ),
+    Mistake(
+        name="decoder_ignores_context",
+        cell="decoder_with_attention",
+        code='''
+class DecoderWithAttention(nn.Module):
+    def __init__(self, n_features, hidden_dim):
+        super().__init__()
+        self.cell = nn.GRUCell(n_features, hidden_dim)
+        self.attention = Attention(hidden_dim)
+        self.output = nn.Linear(hidden_dim, n_features)
+
+    def forward(self, x, hidden, encoder_states, mask=None):
+        hidden = self.cell(x[:, 0], hidden)
+        query = hidden.unsqueeze(1)
+        _, weights = self.attention(query, encoder_states, encoder_states, mask)
+        return self.output(query), hidden, weights
+''',
+        message="the prediction does not change when the encoder states change",
+    ),
+    Mistake(
+        name="decoder_weights_squeezed",
+        cell="decoder_with_attention",
+        code=decoder('''
+        hidden = self.cell(x[:, 0], hidden)
+        query = hidden.unsqueeze(1)
+        context, weights = self.attention(query, encoder_states, encoder_states, mask)
+        prediction = self.output(torch.cat([context, query], dim=-1))
+        return prediction, hidden, weights.squeeze(1)
+'''),
+        message="weights has shape (3, 5), expected (3, 1, 5)",
+    ),
+    Mistake(
+        name="decoder_state_before_context",
+        cell="decoder_with_attention",
+        code=decoder('''
+        hidden = self.cell(x[:, 0], hidden)
+        query = hidden.unsqueeze(1)
+        context, weights = self.attention(query, encoder_states, encoder_states, mask)
+        prediction = self.output(torch.cat([query, context], dim=-1))
+        return prediction, hidden, weights
+'''),
+        message="it looks like you concatenated [state, context]",
+    ),
+    Mistake(
+        name="decoder_drops_mask",
+        cell="decoder_with_attention",
+        code=decoder('''
+        hidden = self.cell(x[:, 0], hidden)
+        query = hidden.unsqueeze(1)
+        context, weights = self.attention(query, encoder_states, encoder_states)
+        prediction = self.output(torch.cat([context, query], dim=-1))
+        return prediction, hidden, weights
+'''),
+        message="padded source points got attention weight",
+    ),
+    Mistake(
+        name="decoder_returns_old_hidden",
+        cell="decoder_with_attention",
+        code=decoder('''
+        new_hidden = self.cell(x[:, 0], hidden)
+        query = new_hidden.unsqueeze(1)
+        context, weights = self.attention(query, encoder_states, encoder_states, mask)
+        prediction = self.output(torch.cat([context, query], dim=-1))
+        return prediction, hidden, weights
+'''),
+        message="it looks like you returned the old hidden state instead of the updated one",
+    ),
+    Mistake(
+        name="teacher_forcing_in_eval",
+        cell="seq2seq_with_attention",
+        code=seq2seq(SEQ2SEQ_LOOP_START + '''
+        for step in range(self.target_len):
+            prediction, hidden, step_weights = self.decoder(x, hidden, states, mask)
+            predictions.append(prediction)
+            weights.append(step_weights)
+            if target is not None and torch.rand(()).item() < self.teacher_forcing:
+                x = target[:, step:step + 1]
+            else:
+                x = prediction
+        return torch.cat(predictions, dim=1), torch.cat(weights, dim=1)
+'''),
+        message="it looks like you used teacher forcing in evaluation mode",
+    ),
+    Mistake(
+        name="target_fed_whenever_given",
+        cell="seq2seq_with_attention",
+        code=seq2seq(SEQ2SEQ_LOOP_START + '''
+        for step in range(self.target_len):
+            prediction, hidden, step_weights = self.decoder(x, hidden, states, mask)
+            predictions.append(prediction)
+            weights.append(step_weights)
+            x = target[:, step:step + 1] if target is not None else prediction
+        return torch.cat(predictions, dim=1), torch.cat(weights, dim=1)
+'''),
+        message="it looks like you used teacher forcing in evaluation mode",
+    ),
+    Mistake(
+        name="prediction_not_fed_back",
+        cell="seq2seq_with_attention",
+        code=seq2seq(SEQ2SEQ_LOOP_START + '''
+        for step in range(self.target_len):
+            prediction, hidden, step_weights = self.decoder(x, hidden, states, mask)
+            predictions.append(prediction)
+            weights.append(step_weights)
+            if self.training and target is not None and torch.rand(()) < self.teacher_forcing:
+                x = target[:, step:step + 1]
+        return torch.cat(predictions, dim=1), torch.cat(weights, dim=1)
+'''),
+        message="it looks like you fed the last source point at every step",
+    ),
+    Mistake(
+        name="output_length_fixed_to_two",
+        cell="seq2seq_with_attention",
+        code=seq2seq(SEQ2SEQ_LOOP_START + '''
+        for step in range(2):
+            prediction, hidden, step_weights = self.decoder(x, hidden, states, mask)
+            predictions.append(prediction)
+            weights.append(step_weights)
+            if self.training and target is not None and torch.rand(()) < self.teacher_forcing:
+                x = target[:, step:step + 1]
+            else:
+                x = prediction
+        return torch.cat(predictions, dim=1), torch.cat(weights, dim=1)
+'''),
+        message="predictions has shape (2, 2, 2), expected (2, 3, 2)",
+    ),
+    Mistake(
+        name="starts_from_padding",
+        cell="seq2seq_with_attention",
+        code=seq2seq('''
+        states, hidden = self.encoder(source, mask)
+        x = source[:, -1:]
+        predictions, weights = [], []
+        for step in range(self.target_len):
+            prediction, hidden, step_weights = self.decoder(x, hidden, states, mask)
+            predictions.append(prediction)
+            weights.append(step_weights)
+            if self.training and target is not None and torch.rand(()) < self.teacher_forcing:
+                x = target[:, step:step + 1]
+            else:
+                x = prediction
+        return torch.cat(predictions, dim=1), torch.cat(weights, dim=1)
+'''),
+        message="started the decoder from source[:, -1:], which is padding",
+    ),
+    Mistake(
+        name="teacher_forcing_with_python_random",
+        cell="seq2seq_with_attention",
+        code='''
+import random
+''' + seq2seq(SEQ2SEQ_LOOP_START + '''
+        for step in range(self.target_len):
+            prediction, hidden, step_weights = self.decoder(x, hidden, states, mask)
+            predictions.append(prediction)
+            weights.append(step_weights)
+            if self.training and target is not None and random.random() < self.teacher_forcing:
+                x = target[:, step:step + 1]
+            else:
+                x = prediction
+        return torch.cat(predictions, dim=1), torch.cat(weights, dim=1)
+'''),
+        message="draw the teacher forcing decision with torch.rand",
+    ),
+]

@@ -1,0 +1,246 @@
+"""Tests for utils.seq2seq (the plain encoder-decoder and its recipe) and course.bench_seq2seq."""
+
+from dataclasses import replace
+
+import pytest
+import torch
+
+from course import bench_seq2seq
+from utils.seq2seq import (
+    RECIPE,
+    Batches,
+    Decoder,
+    Encoder,
+    EncoderDecoder,
+    TrainingRecipe,
+    baseline_model,
+    last_step,
+    padding_mask,
+    seq2seq_forward,
+    squares_batches,
+    train_seq2seq,
+)
+from utils.training import seeded
+
+TINY = replace(RECIPE, n_train=64, n_test=32, batch_size=32, epochs=2)
+
+
+def new_baseline(hidden_dim=3, target_len=2, teacher_forcing=0.5, seed=0):
+    """A plain encoder-decoder built reproducibly."""
+    with seeded(seed):
+        return EncoderDecoder(
+            Encoder(2, hidden_dim), Decoder(2, hidden_dim), target_len, teacher_forcing
+        )
+
+
+def test_padding_mask_marks_real_points():
+    mask = padding_mask(torch.tensor([3, 1, 2]), 3)
+    expected = torch.tensor([[[True, True, True]], [[True, False, False]], [[True, True, False]]])
+    assert mask.dtype == torch.bool
+    assert torch.equal(mask, expected)
+
+
+@pytest.mark.parametrize(
+    ("lengths", "max_length"),
+    [([0, 2], 3), ([4], 3), ([1.0, 2.0], 3), ([[1, 2]], 3), ([1], 0)],
+)
+def test_padding_mask_rejects_bad_lengths(lengths, max_length):
+    with pytest.raises(ValueError):
+        padding_mask(torch.tensor(lengths), max_length)
+
+
+def test_last_step_picks_the_last_real_point():
+    sequence = torch.arange(18.0).reshape(3, 3, 2)  # (3, 3, 2)
+    mask = padding_mask(torch.tensor([3, 1, 2]), 3)
+    picked = last_step(sequence, mask)
+    assert picked.shape == (3, 1, 2)
+    assert torch.equal(picked[:, 0], torch.stack([sequence[0, 2], sequence[1, 0], sequence[2, 1]]))
+    assert torch.equal(last_step(sequence), sequence[:, -1:])
+    assert torch.equal(last_step(sequence, mask[:, 0]), picked)  # a mask (N, L) works too
+
+
+def test_last_step_rejects_bad_shapes():
+    with pytest.raises(ValueError, match="sequence"):
+        last_step(torch.zeros(3, 2), None)
+    with pytest.raises(ValueError, match="mask"):
+        last_step(torch.zeros(2, 3, 2), torch.ones(2, 1, 4, dtype=torch.bool))
+
+
+def test_encoder_returns_states_and_the_state_after_the_last_real_point():
+    with seeded(0):
+        encoder = Encoder(2, 5)
+    source = torch.randn(4, 3, 2, generator=torch.Generator().manual_seed(1))
+    lengths = torch.tensor([3, 2, 1, 3])
+    states, final = encoder(source, padding_mask(lengths, 3))
+    assert states.shape == (4, 3, 5)
+    assert final.shape == (4, 5)
+    for i, length in enumerate(lengths):
+        assert torch.equal(final[i], states[i, length - 1])
+    _, unpadded_final = encoder(source[1:2, :2])
+    torch.testing.assert_close(final[1:2], unpadded_final)
+
+
+def test_decoder_step_shapes():
+    with seeded(0):
+        decoder = Decoder(3, 4)
+    prediction, hidden = decoder(torch.randn(2, 1, 3), torch.zeros(2, 4))
+    assert prediction.shape == (2, 1, 3)
+    assert hidden.shape == (2, 4)
+
+
+@pytest.mark.parametrize("cls", [Encoder, Decoder])
+@pytest.mark.parametrize("sizes", [(0, 3), (2, 0), (2.0, 3), (True, 3)])
+def test_blocks_reject_bad_sizes(cls, sizes):
+    with pytest.raises(ValueError):
+        cls(*sizes)
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"target_len": 0},
+        {"teacher_forcing": 1.5},
+        {"teacher_forcing": -0.1},
+        {"teacher_forcing": True},
+    ],
+)
+def test_encoder_decoder_rejects_bad_arguments(arguments):
+    with pytest.raises(ValueError):
+        EncoderDecoder(Encoder(2, 3), Decoder(2, 3), **{"target_len": 2, **arguments})
+
+
+def test_encoder_decoder_output_shape_and_length():
+    model = new_baseline(target_len=4).eval()
+    assert model(torch.randn(5, 2, 2)).shape == (5, 4, 2)
+
+
+def test_encoder_decoder_is_deterministic_in_eval_and_draws_nothing():
+    model = new_baseline(teacher_forcing=0.5).eval()
+    source, target = torch.randn(6, 2, 2), torch.randn(6, 2, 2)
+    state = torch.get_rng_state()
+    with torch.no_grad():
+        first, second, without = model(source, target), model(source, target), model(source)
+    assert torch.equal(torch.get_rng_state(), state)
+    assert torch.equal(first, second)
+    assert torch.equal(first, without)
+
+
+def test_encoder_decoder_teacher_forcing_feeds_the_target_in_training():
+    source, target = torch.randn(6, 2, 2), torch.randn(6, 2, 2) * 10
+    forced = new_baseline(teacher_forcing=1.0).train()
+    free = new_baseline(teacher_forcing=0.0).train()
+    changed_target = target.clone()
+    changed_target[:, 0] += 1.0
+    with torch.no_grad():
+        # the first step never sees the target; the second sees target[:, 0] only when forced
+        assert torch.equal(forced(source, target)[:, 0], free(source, target)[:, 0])
+        assert not torch.equal(forced(source, target)[:, 1], forced(source, changed_target)[:, 1])
+        assert torch.equal(free(source, target), free(source, changed_target))
+
+
+def test_encoder_decoder_ignores_padding_under_a_mask():
+    model = new_baseline().eval()
+    source = torch.randn(3, 2, 2)
+    padded = torch.cat([source, torch.full((3, 1, 2), 7.0)], dim=1)  # (3, 3, 2)
+    mask = padding_mask(torch.tensor([2, 2, 2]), 3)
+    with torch.no_grad():
+        torch.testing.assert_close(model(padded, mask=mask), model(source))
+
+
+def test_baseline_model_uses_the_recipe():
+    model = baseline_model()
+    assert model.encoder.hidden_dim == RECIPE.hidden_dim
+    assert model.teacher_forcing == RECIPE.teacher_forcing
+    assert model.target_len == 2
+
+
+def test_recipe_validates_and_shortens():
+    assert RECIPE.shortened().epochs == RECIPE.epochs // 2
+    assert RECIPE.shortened(1000).epochs == 1
+    with pytest.raises(ValueError):
+        RECIPE.shortened(0)
+    for bad in (
+        {"epochs": 0},
+        {"train_seed": 1, "test_seed": 1},
+        {"lr": 0.0},
+        {"teacher_forcing": 2.0},
+        {"hidden_dim": 2.5},
+    ):
+        with pytest.raises(ValueError):
+            TrainingRecipe(**bad)
+
+
+def test_batches_cover_every_row_once_and_reshuffle_reproducibly():
+    x, y = torch.arange(10), torch.arange(10) * 2
+    batches = Batches((x, y), batch_size=4, shuffle=True, seed=3)
+    first_pass = [batch for batch in batches]
+    assert len(batches) == 3 and len(first_pass) == 3
+    seen = torch.cat([bx for bx, _ in first_pass])
+    assert sorted(seen.tolist()) == list(range(10))
+    assert all(torch.equal(by, bx * 2) for bx, by in first_pass)
+    second_pass = torch.cat([bx for bx, _ in batches])
+    again = torch.cat([bx for bx, _ in Batches((x, y), 4, shuffle=True, seed=3)])
+    assert torch.equal(again, seen)
+    assert not torch.equal(second_pass, seen)
+    assert torch.equal(torch.cat([bx for bx, _ in Batches((x, y), 4)]), x)
+
+
+def test_batches_reject_bad_input():
+    with pytest.raises(ValueError):
+        Batches((torch.zeros(3), torch.zeros(4)), 2)
+    with pytest.raises(ValueError):
+        Batches((), 2)
+    with pytest.raises(ValueError):
+        Batches((torch.zeros(3),), 0)
+
+
+def test_squares_batches_come_from_different_seeds():
+    train, test = squares_batches(TINY)
+    train_source = torch.cat([batch[0] for batch in Batches(train.tensors, 64)])
+    (test_batch,) = list(test)
+    assert len(test_batch) == 2 and test_batch[0].shape == (TINY.n_test, 2, 2)
+    assert not torch.equal(train_source[: TINY.n_test], test_batch[0])
+    _, variable_test = squares_batches(TINY, variable_length=True)
+    source, target, lengths = next(iter(variable_test))
+    assert source.shape == (TINY.n_test, 3, 2) and lengths.shape == (TINY.n_test,)
+
+
+def test_seq2seq_forward_passes_the_mask_and_the_target_only_in_training():
+    calls = []
+
+    class Recorder(torch.nn.Module):
+        def forward(self, source, target=None, mask=None):
+            calls.append((target is not None, None if mask is None else mask.shape))
+            return source
+
+    model = Recorder()
+    batch = (torch.zeros(2, 3, 2), torch.zeros(2, 2, 2), torch.tensor([3, 2]))
+    seq2seq_forward(model.train(), batch)
+    seq2seq_forward(model.eval(), batch[:2])
+    assert calls == [(True, (2, 1, 3)), (False, None)]
+
+
+@pytest.mark.parametrize("variable_length", [False, True])
+def test_train_seq2seq_is_reproducible(variable_length):
+    first = train_seq2seq(baseline_model, TINY, seed=1, variable_length=variable_length)
+    second = train_seq2seq(baseline_model, TINY, seed=1, variable_length=variable_length)
+    assert len(first.history.train_loss) == TINY.epochs == len(first.history.val_loss)
+    assert first.test_mse == second.test_mse
+    assert first.history.train_loss == second.history.train_loss
+    assert first.seconds > 0
+    assert not first.model.training
+    untracked = train_seq2seq(baseline_model, TINY, seed=1, track_test_loss=False)
+    assert untracked.history.val_loss == []
+
+
+def test_bench_loads_the_lab_solution_and_reports_every_figure():
+    namespace = bench_seq2seq.load_solution()
+    assert {"Attention", "DecoderWithAttention", "Seq2SeqWithAttention"} <= set(namespace)
+    figures = bench_seq2seq.run(num_threads=1, recipe=TINY)
+    assert set(figures) == {
+        "seq2seq_attention_test_mse",
+        "seq2seq_attention_train_seconds",
+        "seq2seq_baseline_test_mse",
+        "seq2seq_baseline_train_seconds",
+    }
+    assert all(value > 0 for value in figures.values())
