@@ -1,0 +1,134 @@
+"""Typical mistakes in lab 03: each must lose points and show the message that names it."""
+
+from course.submissions import Mistake
+
+MISTAKES = [
+    Mistake(
+        name="no_scaling",
+        cell="scaled_dot_product_attention",
+        code='''
+def scaled_dot_product_attention(query, keys, values, mask=None):
+    scores = query @ keys.transpose(-2, -1)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ values, weights
+''',
+        message="it looks like you did not scale the scores",
+    ),
+    Mistake(
+        name="scaled_by_d_k",
+        cell="scaled_dot_product_attention",
+        code='''
+def scaled_dot_product_attention(query, keys, values, mask=None):
+    scores = query @ keys.transpose(-2, -1) / query.shape[-1]
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ values, weights
+''',
+        message="it looks like you divided the scores by d_k instead of sqrt(d_k)",
+    ),
+    Mistake(
+        name="scaled_by_sequence_length",
+        cell="scaled_dot_product_attention",
+        code='''
+def scaled_dot_product_attention(query, keys, values, mask=None):
+    scores = query @ keys.transpose(-2, -1) / keys.shape[-2]
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ values, weights
+''',
+        message="it looks like you divided the scores by the number of keys instead of sqrt(d_k)",
+    ),
+    Mistake(
+        name="scaled_by_value_size",
+        cell="scaled_dot_product_attention",
+        code='''
+def scaled_dot_product_attention(query, keys, values, mask=None):
+    scores = query @ keys.transpose(-2, -1) / math.sqrt(values.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ values, weights
+''',
+        message="it looks like you divided the scores by the square root of the size of the values",
+    ),
+    Mistake(
+        name="mask_inverted",
+        cell="scaled_dot_product_attention",
+        code='''
+def scaled_dot_product_attention(query, keys, values, mask=None):
+    scores = query @ keys.transpose(-2, -1) / math.sqrt(query.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ values, weights
+''',
+        message="it looks like you inverted the mask: True means the key MAY be attended to",
+    ),
+    Mistake(
+        name="mask_ignored",
+        cell="scaled_dot_product_attention",
+        code='''
+def scaled_dot_product_attention(query, keys, values, mask=None):
+    scores = query @ keys.transpose(-2, -1) / math.sqrt(query.shape[-1])
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ values, weights
+''',
+        message="it looks like you ignored the mask",
+    ),
+    Mistake(
+        name="mask_applied_after_softmax",
+        cell="scaled_dot_product_attention",
+        code='''
+def scaled_dot_product_attention(query, keys, values, mask=None):
+    scores = query @ keys.transpose(-2, -1) / math.sqrt(query.shape[-1])
+    weights = torch.softmax(scores, dim=-1)
+    if mask is not None:
+        weights = weights * mask
+    return weights @ values, weights
+''',
+        message="it looks like you set the weights to 0 after the softmax",
+    ),
+    Mistake(
+        name="softmax_over_queries",
+        cell="scaled_dot_product_attention",
+        code='''
+def scaled_dot_product_attention(query, keys, values, mask=None):
+    scores = query @ keys.transpose(-2, -1) / math.sqrt(query.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-2)
+    return weights @ values, weights
+''',
+        message="it looks like you applied the softmax over the queries instead of over the keys",
+    ),
+    Mistake(
+        name="context_from_keys",
+        cell="scaled_dot_product_attention",
+        code='''
+def scaled_dot_product_attention(query, keys, values, mask=None):
+    scores = query @ keys.transpose(-2, -1) / math.sqrt(query.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ keys, weights
+''',
+        message="it looks like you built the context from the keys instead of the values",
+    ),
+    Mistake(
+        name="only_three_dimensions",
+        cell="scaled_dot_product_attention",
+        code='''
+def scaled_dot_product_attention(query, keys, values, mask=None):
+    scores = torch.bmm(query, keys.transpose(1, 2)) / math.sqrt(query.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return torch.bmm(weights, values), weights
+''',
+        message="torch.bmm only takes 3-D tensors",
+    ),
+]
