@@ -13,6 +13,8 @@ HIDDEN_TESTS = re.compile(
     r"^[ \t]*### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS[ \t]*\n?", re.MULTILINE | re.DOTALL
 )
 CELL_TIMEOUT = 120
+# Kernels log a warning about unencrypted local TCP sockets on every start; keep errors only.
+KERNEL_QUIET = ["--IPKernelApp.log_level=ERROR"]
 
 
 def read(path):
@@ -67,6 +69,7 @@ def execute(nb, cwd, timeout=CELL_TIMEOUT, allow_errors=False):
         nb,
         timeout=timeout,
         kernel_name="python3",
+        extra_arguments=KERNEL_QUIET,
         allow_errors=allow_errors,
         record_timing=False,
         resources={"metadata": {"path": str(cwd)}},
