@@ -10,24 +10,26 @@ c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedE
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 
 # A cell that runs longer than this is stopped and its test scores zero; the rest still runs.
-# (ForkingExecute is nbgrader's Execute with kernels forked from a process that imported torch.)
+# (JudgeExecute is nbgrader's Execute with kernels forked from a process that imported torch.)
 c.Execute.timeout = 30
 c.Execute.interrupt_on_timeout = True
 
 # Autograde: test cells are restored from the gradebook (nbgrader's OverwriteCells), and a student
-# cell that tampers with the grading machinery is replaced by one that explains why it did not run.
+# cell outside the allowlist (course/integrity.py) is replaced by one that explains why it did not
+# run.
 c.Autograde.sanitize_preprocessors = [
     "nbgrader.preprocessors.ClearOutput",
     "nbgrader.preprocessors.DeduplicateIds",
     "nbgrader.preprocessors.OverwriteKernelspec",
     "nbgrader.preprocessors.OverwriteCells",
     "nbgrader.preprocessors.CheckCellMetadata",
-    "course.integrity.RefuseTampering",
+    "course.integrity.EnforceAllowlist",
 ]
+# Every test cell runs in the grader's process, never in the student's kernel (course/judge.py).
 # Output beyond these limits is cut, so a submission that prints megabytes cannot bloat the
 # autograded notebooks or the feedback.
 c.Autograde.autograde_preprocessors = [
-    "course.fastkernel.ForkingExecute",
+    "course.judge.JudgeExecute",
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "course.feedback.LimitOutputSize",

@@ -25,6 +25,11 @@ __all__ = [
     "check_sums_to_one",
     "check_shape",
     "check_true",
+    "gradient_of",
+    "in_kernel",
+    "inputs_changed",
+    "parameter_gradients",
+    "set_parameters",
 ]
 
 # Builtins and library functions, bound now: a student's cell that later replaces a builtin or a
@@ -46,8 +51,68 @@ _float64, _bool_dtype = torch.float64, torch.bool
 _no_subclass_overrides = torch._C.DisableTorchFunctionSubclass
 
 
+def in_kernel(definition):
+    """Mark a test helper (function or class) that must run beside the student's code.
+
+    In a student's kernel this changes nothing. During autograde the grader runs the tests in
+    its own process and calls a marked helper in the kernel, as it calls the student's functions:
+    use it for test doubles handed to the student's code, training loops and gradient probes.
+    """
+    definition.__in_kernel__ = True
+    return definition
+
+
+@in_kernel
+def set_parameters(module, values):
+    """Copy tensors into a module's parameters, by name: {"w_query.weight": (H, Dq) tensor}."""
+    __tracebackhide__ = True
+    parameters = dict(module.named_parameters())
+    with torch.no_grad():
+        for name, value in values.items():
+            if name not in parameters:
+                _fail(
+                    f"the model has no parameter {name} (it has: {', '.join(parameters)})",
+                    "keep the attribute names that the exercise gives",
+                )
+            check_shape(parameters[name], _shape(value), f"parameter {name}")
+            parameters[name].copy_(value)
+    return module
+
+
+@in_kernel
+def parameter_gradients(module, *inputs, **kwargs):
+    """{name: gradient or None} after backward from the sum of squares of module(*inputs)."""
+    module.zero_grad(set_to_none=True)
+    output = module(*inputs, **kwargs)
+    if isinstance(output, tuple):
+        output = output[0]
+    output.square().sum().backward()
+    return {name: parameter.grad for name, parameter in module.named_parameters()}
+
+
+@in_kernel
+def gradient_of(function, tensor, *args, upstream):
+    """The gradient of sum(function(tensor, *args) * upstream) with respect to `tensor`."""
+    tensor = tensor.detach().clone().requires_grad_(True)
+    (function(tensor, *args) * upstream).sum().backward()
+    return tensor.grad
+
+
+@in_kernel
+def inputs_changed(function, *args):
+    """Positions of the tensor arguments that function(*args) changed in place."""
+    before = [arg.clone() if isinstance(arg, _Tensor) else None for arg in args]
+    function(*args)
+    return [
+        position
+        for position, (arg, copy) in enumerate(zip(args, before, strict=True))
+        if copy is not None and not torch.equal(arg, copy)
+    ]
+
+
 def _fail(message, hint=None):
     """Raise AssertionError with the message and, when given, the hint."""
+    __tracebackhide__ = True
     if hint:
         message = f"{message}\nHint: {hint}"
     raise AssertionError(message)
@@ -55,12 +120,14 @@ def _fail(message, hint=None):
 
 def _require_name(name):
     """ValueError unless `name` is a string."""
+    __tracebackhide__ = True
     if not isinstance(name, str):
         raise ValueError(f"name must be a string, got {type(name).__name__}")
 
 
 def _require_tensor(value, name):
     """AssertionError naming the type when a student returned something other than a tensor."""
+    __tracebackhide__ = True
     _require_name(name)
     if not isinstance(value, _Tensor):
         _fail(f"{name} should be a torch.Tensor, got {type(value).__name__}")
@@ -109,6 +176,7 @@ def _show(value):
 
 def check_true(condition, message, hint=None):
     """Fail with the message (and hint) when condition is false."""
+    __tracebackhide__ = True
     if not isinstance(message, str):
         raise ValueError(f"message must be a string, got {type(message).__name__}")
     if isinstance(condition, _Tensor):
@@ -119,6 +187,7 @@ def check_true(condition, message, hint=None):
 
 def check_shape(actual, expected_shape, name="output", hint=None):
     """Check that the tensor `actual` has exactly `expected_shape`."""
+    __tracebackhide__ = True
     expected_shape = tuple(expected_shape)
     if not all(isinstance(size, int) and size >= 0 for size in expected_shape):
         raise ValueError(f"expected_shape must be a tuple of sizes, got {expected_shape}")
@@ -129,6 +198,7 @@ def check_shape(actual, expected_shape, name="output", hint=None):
 
 def check_finite(actual, name="output", hint=None):
     """Check that the tensor `actual` has no NaN and no infinity."""
+    __tracebackhide__ = True
     _require_tensor(actual, name)
     if not _is_floating(actual):
         return
@@ -151,6 +221,7 @@ def _sums_to_one(values, dim, atol):
 
 def check_sums_to_one(weights, dim=-1, name="weights", atol=1e-5, hint=None):
     """Check that `weights` are non-negative and sum to 1 along `dim`."""
+    __tracebackhide__ = True
     _require_tensor(weights, name)
     ndim = len(_shape(weights))
     if not isinstance(dim, int) or not -ndim <= dim < max(ndim, 1):
@@ -207,6 +278,7 @@ def check_close(actual, expected, name="output", atol=1e-5, rtol=1e-4, hint=None
     `mistakes` maps a description ("normalised over dim=0") to the tensor that mistake would
     produce; when `actual` matches one of them, the message says so.
     """
+    __tracebackhide__ = True
     if not isinstance(expected, _Tensor):
         raise ValueError(f"expected must be a torch.Tensor, got {type(expected).__name__}")
     if mistakes is not None and not isinstance(mistakes, dict):
@@ -236,6 +308,7 @@ def check_close(actual, expected, name="output", atol=1e-5, rtol=1e-4, hint=None
 
 def check_identical(first, second, message, hint=None):
     """Fail with `message` unless the tensors have the same shape and exactly the same values."""
+    __tracebackhide__ = True
     _require_tensor(first, "the first tensor")
     _require_tensor(second, "the second tensor")
     if not isinstance(message, str):
@@ -246,6 +319,7 @@ def check_identical(first, second, message, hint=None):
 
 def check_different(first, second, message, hint=None, atol=1e-6):
     """Fail with `message` when the tensors agree everywhere within `atol`."""
+    __tracebackhide__ = True
     _require_tensor(first, "the first tensor")
     _require_tensor(second, "the second tensor")
     if not isinstance(message, str):
@@ -256,6 +330,7 @@ def check_different(first, second, message, hint=None, atol=1e-6):
 
 def check_raises(error, function, *args, name=None, match=None, hint=None, **kwargs):
     """Check that `function(*args, **kwargs)` raises `error` (with `match` in its message)."""
+    __tracebackhide__ = True
     if not (isinstance(error, type) and issubclass(error, BaseException)):
         raise ValueError(f"error must be an exception class, got {error!r}")
     if not callable(function):

@@ -1,0 +1,208 @@
+"""The grader's side of autograding: the wire format, bad replies, and the allowlist of cells.
+
+The end-to-end attacks on a kernel are in test_hostile.py; these are the fast unit tests.
+"""
+
+import base64
+
+import pytest
+import torch
+from catalogue import ASSIGNMENTS, mistakes
+
+from course import integrity, judge, notebooks, paths, wire
+from course.submissions import solution_cells
+
+
+def round_trip(value):
+    """Encode a value as the kernel would and decode it as the grader does."""
+    text = wire.dumps(wire.encode(value, lambda obj: {"t": "handle", "id": 1, "types": ["x.Y"]}))
+    return wire.decode(wire.loads(text), lambda record: ("handle", record["id"]))
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        None,
+        True,
+        3,
+        -2.5,
+        "text",
+        [1, [2, "three"]],
+        (1, (2.0, None)),
+        {"a": 1, "b": [True]},
+        torch.float64,
+    ],
+)
+def test_plain_values_cross_unchanged(value):
+    assert round_trip(value) == value
+
+
+@pytest.mark.parametrize(
+    "dtype",
+    [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.bool],
+)
+def test_tensors_cross_with_dtype_shape_and_values(dtype):
+    tensor = (torch.arange(12.0).reshape(3, 4) - 5).to(dtype)
+    back = round_trip(tensor)
+    assert back.dtype == dtype and back.shape == (3, 4)
+    assert torch.equal(back, tensor)
+
+
+def test_special_floats_parameters_and_gradients_cross():
+    assert torch.isnan(torch.tensor(round_trip(float("nan"))))
+    assert round_trip(float("-inf")) == float("-inf")
+    parameter = round_trip(torch.nn.Parameter(torch.ones(2)))
+    assert isinstance(parameter, torch.nn.Parameter) and parameter.requires_grad
+    assert round_trip(torch.ones(2, requires_grad=True)).requires_grad
+
+
+def test_other_objects_cross_as_handles():
+    assert round_trip(object()) == ("handle", 1)
+
+
+def tensor_record(**changes):
+    """A valid wire record of a float32 (2,) tensor, with some fields changed."""
+    record = {
+        "t": "tensor",
+        "dtype": "float32",
+        "shape": [2],
+        "grad": False,
+        "param": False,
+        "data": base64.b64encode(torch.ones(2).numpy().tobytes()).decode(),
+    }
+    return {**record, **changes}
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        tensor_record(dtype="object"),
+        tensor_record(shape=[3]),
+        tensor_record(shape=[-2]),
+        tensor_record(shape=[True, 2]),
+        tensor_record(data="not base64!"),
+        tensor_record(extra=1),
+        {"t": "tuple", "v": "abc"},
+        {"t": "dict", "v": [["a", 1], ["a", 2]]},
+        {"t": "float", "v": "1e400"},
+        {"t": "pickle", "v": "..."},
+        {"no": "tag"},
+    ],
+)
+def test_malformed_values_are_refused(record):
+    with pytest.raises(wire.MalformedValue):
+        wire.decode(record, lambda record: None)
+
+
+def test_too_deep_values_are_refused():
+    value = []
+    for _ in range(100):
+        value = [value]
+    with pytest.raises(wire.MalformedValue):
+        wire.decode(value, lambda record: None)
+
+
+def reply(text):
+    """An execute reply whose user expression holds `text` (the repr of the agent's reply)."""
+    return {"user_expressions": {"reply": {"status": "ok", "data": {"text/plain": text}}}}
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        {},
+        {"user_expressions": {}},
+        reply(42),
+        reply("not a repr"),
+        reply(repr("not json")),
+        reply(repr('{"value": 1, "error": {}}')),
+        reply(repr('{"values": 1}')),
+        reply(repr("[1, 2]")),
+        reply(repr('{"value": {"t": "tensor"}}')),
+        reply(repr('{"value": NaN}')),
+    ],
+)
+def test_missing_or_malformed_replies_fail_with_a_message(content):
+    with pytest.raises(judge.MalformedReply) as raised:
+        judge.KernelLink(executor=None).decode_reply(content)
+    assert "reply" in str(raised.value)
+
+
+def test_a_reply_of_the_wrong_type_fails_the_check_that_reads_it():
+    from utils.grading import check_shape
+
+    value = judge.KernelLink(executor=None).decode_reply(reply(repr('{"value": [1, 2]}')))
+    with pytest.raises(AssertionError, match="should be a torch.Tensor, got list"):
+        check_shape(value, (2,), "softmax(scores)")
+
+
+def test_the_students_exceptions_come_back_as_safe_builtins():
+    error = judge.remote_exception(
+        {"types": ["LinAlgError", "RuntimeError", "Exception"], "message": "singular", "where": ""}
+    )
+    assert type(error) is RuntimeError and str(error) == "singular"
+    error = judge.remote_exception({"types": ["Evil", "object"], "message": "x", "where": ""})
+    assert type(error) is Exception
+    assert isinstance(judge.remote_exception({"types": ["KeyboardInterrupt"]}), judge.KernelTrouble)
+    assert isinstance(judge.remote_exception("junk"), judge.MalformedReply)
+
+
+def test_kernel_trouble_cannot_be_caught_by_a_test():
+    assert not issubclass(judge.KernelTrouble, Exception)
+
+
+PROTECTED = {"torch", "nn", "check_close", "check_shape"}
+ALIASES = {"torch": "torch", "nn": "torch.nn", "math": "math"}
+ATTACKS = {
+    "input transformer": "get_ipython().input_transformers_cleanup.append(lambda l: ['pass'])",
+    "ast transformer": "import ast\n",
+    "event callback": "def f():\n    get_ipython().events.register('pre_run_cell', print)\n",
+    "custom exception handler": "ip = get_ipython()\nip.set_custom_exc((Exception,), None)\n",
+    "showtraceback": "def softmax(x, dim=-1):\n    get_ipython().showtraceback = print\n",
+    "code swapped through an alias": "c = check_close\nc.__code__ = (lambda: 0).__code__\n",
+    "torch through an alias": "t = torch\nt.allclose = lambda *a: True\n",
+    "torch through a parameter": "def f(m):\n    m.softmax = None\nf(torch)\n",
+    "torch attribute": "torch.softmax = lambda x, dim: x\n",
+    "private module attribute": "def f():\n    return torch._C\n",
+    "module outside the allowlist": "def f():\n    return torch.sys.modules\n",
+    "os import": "import os\n",
+    "globals": "def f():\n    return globals()\n",
+    "exec": "exec('x = 1')\n",
+    "getattr on a built string": "def f(m):\n    return getattr(m, 'get_' + 'ipython')\n",
+    "dunder name": "__judge__ = None\n",
+    "writing a file": "import numpy as np\nnp.savetxt('grading.py', [0])\n",
+    "rebinding a check": "check_close = print\n",
+}
+
+
+@pytest.mark.parametrize("source", ATTACKS.values(), ids=ATTACKS.keys())
+def test_attacks_are_outside_the_allowlist(source):
+    problem, _ = integrity.review(source, PROTECTED, ALIASES)
+    assert problem is not None
+
+
+def test_a_refusal_says_where_and_why():
+    problem, _ = integrity.review("x = 1\ny = get_ipython()\n", PROTECTED, ALIASES)
+    assert problem.startswith("line 2: it uses get_ipython")
+
+
+def test_forbidden_calls_are_listed_not_refused():
+    source = "import torch.nn.functional as F\ndef softmax(x, dim=-1):\n    return F.softmax(x, dim)\n"
+    problem, calls = integrity.review(source, PROTECTED, ALIASES, forbidden_calls={"softmax"})
+    assert problem is None and calls == [(3, "softmax")]
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_solutions_and_catalogued_mistakes_are_inside_the_allowlist(assignment):
+    nb = notebooks.read(paths.SOURCE / assignment / paths.lab_filename(assignment))
+    protected, aliases = set(), {}
+    for cell in nb.cells:
+        if cell.cell_type == "code" and notebooks.nbgrader_meta(cell).get("locked"):
+            tree = __import__("ast").parse(cell.source)
+            aliases.update(integrity.module_aliases(tree))
+            protected |= integrity.top_level_names(tree)
+    cells = solution_cells(assignment, cell_types=("code",))
+    sources = {**cells, **{m.name: m.code for m in mistakes(assignment)}}
+    for name, source in sources.items():
+        problem, _ = integrity.review(source, protected, aliases)
+        assert problem is None, f"{assignment} {name}: {problem}"
