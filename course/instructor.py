@@ -195,6 +195,8 @@ def lms_grades(assignment, lms_gradebook, root=paths.ROOT, column=""):
     manifest = read_manifest(root, assignment)
     if not manifest:
         return False, f"{assignment}: collect it first (make collect ASSIGNMENT={assignment})"
+    if not Path(lms_gradebook).is_file():
+        return False, f"{assignment}: no file {lms_gradebook} (the LMS's gradebook CSV)"
     scores, not_graded = lms_scores(assignment, manifest, root)
     text, bom = lms.read_text(lms_gradebook)
     try:
@@ -243,7 +245,8 @@ def main(argv=None):
     if args.command == "grades" and args.lms_gradebook:
         if not args.assignment:
             parser.error("LMS_GRADEBOOK needs an assignment, e.g. ASSIGNMENT=01_softmax")
-        ok, message = lms_grades(args.assignment, Path(args.lms_gradebook), root, args.lms_column)
+        exported = Path(args.lms_gradebook).expanduser()
+        ok, message = lms_grades(args.assignment, exported, root, args.lms_column)
         print(message)
         sys.exit(0 if ok else 1)
     if args.command == "grades":
