@@ -160,14 +160,17 @@ def lms_feedback(assignment, manifest, root=paths.ROOT):
 
 
 def cell_grades(assignment, student, root=paths.ROOT):
-    """(grade id, score, maximum) of each graded cell of a student's lab; [] if not graded."""
+    """(grade id, score or None when still to grade by hand, maximum) of each graded cell."""
     notebook = Path(paths.lab_filename(assignment)).stem
     with gradebook(root) as book:
         try:
             found = book.find_submission_notebook(notebook, assignment, student)
         except MissingEntry:
             return []
-        return [(grade.name, grade.score, grade.max_score) for grade in found.grades]
+        return [
+            (grade.name, None if grade.needs_manual_grade else grade.score, grade.max_score)
+            for grade in found.grades
+        ]
 
 
 def grades(root=paths.ROOT, output=GRADES_CSV):
@@ -197,10 +200,10 @@ def lms_grades(assignment, lms_gradebook, root=paths.ROOT, column=""):
         return False, f"{assignment}: collect it first (make collect ASSIGNMENT={assignment})"
     if not Path(lms_gradebook).is_file():
         return False, f"{assignment}: no file {lms_gradebook} (the LMS's gradebook CSV)"
-    scores, not_graded = lms_scores(assignment, manifest, root)
+    scores, not_graded, to_grade = lms_scores(assignment, manifest, root)
     text, bom = lms.read_text(lms_gradebook)
     try:
-        filled, name, report = lms.fill_gradebook(text, assignment, scores, column)
+        filled, name, report = lms.fill_gradebook(text, assignment, scores, column, not_graded)
     except ValueError as error:
         return False, f"{assignment}: {lms_gradebook}: {error}"
     path = Path(UPLOAD) / assignment / f"grades_{name.lower()}.csv"
@@ -208,28 +211,32 @@ def lms_grades(assignment, lms_gradebook, root=paths.ROOT, column=""):
     (Path(root) / path).write_bytes(bom + filled.encode("utf-8"))
     lines = [f"{assignment}: {name} gradebook with the lab's grades in {path}"]
     lines += [f"  {line}" for line in report]
-    if not_graded:
-        lines.append(f"  not graded, left blank: {', '.join(not_graded)}")
+    if to_grade:
+        lines.append(
+            f"  written answers not graded yet (counted as 0), see the formgrader: "
+            f"{', '.join(to_grade)}"
+        )
     return True, "\n".join(lines)
 
 
 def lms_scores(assignment, manifest, root=paths.ROOT):
-    """(LMS id -> total score of each graded student, ids of the students not graded)."""
+    """(LMS id -> score if graded, LMS ids not graded, students with answers still to grade)."""
     notebook = paths.lab_filename(assignment)
-    scores, not_graded = {}, []
+    scores, not_graded, to_grade = {}, set(), []
     with gradebook(root) as book:
         for student, record in sorted(manifest.items()):
-            graded = Path(root) / "autograded" / student / assignment / notebook
             try:
-                score = book.find_submission(assignment, student).score
+                submission = book.find_submission(assignment, student)
             except MissingEntry:
-                score = None
-            if score is None or not executed(graded):
-                same = record["lms_id"] == student
-                not_graded.append(record["lms_id"] if same else f"{record['lms_id']} ({student})")
-            else:
-                scores[record["lms_id"]] = score
-    return scores, not_graded
+                submission = None
+            graded = Path(root) / "autograded" / student / assignment / notebook
+            if submission is None or not executed(graded):
+                not_graded.add(record["lms_id"])
+                continue
+            scores[record["lms_id"]] = submission.score
+            if submission.needs_manual_grade:
+                to_grade.append(student)
+    return scores, not_graded, to_grade
 
 
 def main(argv=None):

@@ -241,11 +241,12 @@ def format_score(score):
     return f"{round(score, 2):g}"
 
 
-def fill_gradebook(text, assignment, scores, column=""):
+def fill_gradebook(text, assignment, scores, column="", not_graded=()):
     """Put `scores` (LMS id -> score) in the lab's column of an LMS gradebook CSV.
 
     Returns (new text, LMS name, report lines). Only the lab's cells of matched students change;
-    every other cell, the quoting and the line endings are kept.
+    every other cell, the quoting and the line endings are kept. `not_graded` are the LMS ids of
+    collected submissions that could not be graded: their rows are reported apart.
     """
     records = split_records(text)
     header = parse_record(records[0]) if records else []
@@ -259,7 +260,7 @@ def fill_gradebook(text, assignment, scores, column=""):
         id_index, grade_index = header.index("ID"), canvas_column(header, assignment, column)
     else:
         id_index, grade_index = header.index("Identifier"), header.index("Grade")
-    out, filled, unmatched = [records[0]], set(), []
+    out, filled, unmatched, blank = [records[0]], set(), [], []
     for record in records[1:]:
         cells = parse_record(record)
         lms_id = lms_row_id(lms, cells, id_index)
@@ -267,17 +268,18 @@ def fill_gradebook(text, assignment, scores, column=""):
             out.append(record)
             continue
         if lms_id not in scores:
-            unmatched.append(f"{lms_id} ({row_name(lms, header, cells)})")
+            listing = blank if lms_id in not_graded else unmatched
+            listing.append(f"{lms_id} ({row_name(lms, header, cells)})")
             out.append(record)
             continue
         cells[grade_index] = format_score(scores[lms_id])
         filled.add(lms_id)
         out.append(format_record(cells, record))
     report = [f'{len(filled)} grades written in column "{header[grade_index]}"']
+    if blank:
+        report.append("not graded (see make autograde), left blank: " + ", ".join(blank))
     if unmatched:
-        report.append(
-            "rows left unchanged, no graded submission in this export: " + ", ".join(unmatched)
-        )
+        report.append("rows left unchanged, no submission in this export: " + ", ".join(unmatched))
     missing = sorted(set(scores) - filled)
     if missing:
         report.append("graded but not in the LMS gradebook: " + ", ".join(missing))
@@ -323,11 +325,13 @@ def feedback_notebook(autograded_path, grades, assignment):
     grades = sorted(grades, key=lambda grade: order.index(grade[0]) if grade[0] in order else 0)
     lines = [f"# Feedback on {assignment}", "", "| cell | points |", "|---|---|"]
     lines += [
-        f"| {name} | {format_score(score)} / {maximum:g} |" for name, score, maximum in grades
+        f"| {name} | {'to be graded' if score is None else format_score(score)} / {top:g} |"
+        for name, score, top in grades
     ]
-    total = sum(score for _, score, _ in grades)
-    maximum = sum(maximum for _, _, maximum in grades)
-    lines += ["", f"**Total: {format_score(total)} / {maximum:g}**"]
+    total = sum(score or 0 for _, score, _ in grades)
+    maximum = sum(top for _, _, top in grades)
+    pending = " (written answers still to be graded)" if None in [g[1] for g in grades] else ""
+    lines += ["", f"**Total: {format_score(total)} / {maximum:g}**{pending}"]
     nb.cells.insert(0, nbformat.v4.new_markdown_cell("\n".join(lines)))
     return nb
 

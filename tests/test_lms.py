@@ -384,7 +384,8 @@ def test_canvas_gradebook_is_filled_for_matched_students_only(canvas):
         assert old[:5] + old[6:] == new[:5] + new[6:]
     assert '3 grades written in column "Lab 01: Softmax (98765)"' in out
     assert "99 (Nobody, Nora), 99999 (Student, Test)" in out
-    assert "not graded, left blank: 45678" in out
+    assert "not graded (see make autograde), left blank: 45678 (Hopper, Grace)" in out
+    assert "written answers not graded yet (counted as 0), see the formgrader: 23456, s001" in out
 
 
 def test_canvas_feedback_zip_keeps_the_downloaded_names_and_hides_hidden_tests(canvas):
@@ -403,6 +404,7 @@ def test_canvas_feedback_zip_keeps_the_downloaded_names_and_hides_hidden_tests(c
     )
     mistake = texts["ångströmzoë_34567_678903_Copy of 01_softmax_lab.ipynb"]
     assert nbformat.reads(mistake, as_version=4).cells[0].source.startswith(f"# Feedback on {LAB}")
+    assert "| written_stability | to be graded / 2 |" in mistake
     assert "hidden tests: the code is not shown" in mistake
     assert "normalised over the last dimension whatever" in mistake
     for text in texts.values():
