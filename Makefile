@@ -4,7 +4,8 @@
 #   make release   regenerate release/ and solutions/ from source/ with nbgrader
 #   make lectures  re-execute the lecture notebooks in notebooks/, storing their outputs
 #   make bench     print timings: notebooks, autograding, training
-#   make collect / autograde / feedback / grades   the instructor's grading cycle (see README)
+#   make collect / autograde / feedback / grades   the instructor's grading cycle (see README);
+#                  make grades LMS_GRADEBOOK=<exported CSV> ASSIGNMENT=...  fills the LMS's gradebook
 
 PYTHON ?= python3
 VENV := .venv
@@ -14,6 +15,8 @@ export PATH := $(BIN):$(PATH)
 export PYTHONHASHSEED := 0
 
 ASSIGNMENT ?=
+LMS_GRADEBOOK ?=
+LMS_COLUMN ?=
 NBVAL := pytest --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:randomly
 
 .PHONY: lab test lint unit nbval release lectures bench autograde feedback grades collect clean
@@ -57,10 +60,11 @@ feedback: $(STAMP)
 	$(BIN)/python -m course.instructor feedback $(ASSIGNMENT)
 
 grades: $(STAMP)
-	$(BIN)/python -m course.instructor grades
+	$(BIN)/python -m course.instructor grades $(ASSIGNMENT) \
+		--lms-gradebook "$(LMS_GRADEBOOK)" --lms-column "$(LMS_COLUMN)"
 
 collect: $(STAMP)
 	$(BIN)/python -m course.instructor collect $(ASSIGNMENT)
 
 clean:
-	rm -rf autograded feedback grades.csv .pytest_cache .ruff_cache
+	rm -rf autograded feedback upload grades.csv .pytest_cache .ruff_cache

@@ -48,6 +48,3 @@ c.GenerateFeedback.preprocessors = [
     "course.feedback.HideHiddenTests",
 ]
 
-# `make collect`: submissions downloaded from a learning-management system, one zip per student,
-# with files named <anything>_<student>_attempt_<YYYY-MM-DD-hh-mm-ss>_<file>.ipynb.
-c.ZipCollectApp.collector_plugin = "course.collect.CourseCollector"

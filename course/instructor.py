@@ -1,8 +1,11 @@
 """The instructor's grading cycle, run from the repository root.
 
 python -m course.instructor autograde [ASSIGNMENT]   grade submitted/ (every lab by default)
-python -m course.instructor feedback [ASSIGNMENT]    write feedback/ HTML for each student
+python -m course.instructor collect ASSIGNMENT       collect an LMS export into submitted/
+python -m course.instructor feedback [ASSIGNMENT]    feedback/ HTML and the LMS's feedback zip
 python -m course.instructor grades                   write grades.csv, one row per student
+python -m course.instructor grades ASSIGNMENT --lms-gradebook CSV
+                                                     fill the lab's column of an LMS gradebook CSV
 """
 
 import argparse
@@ -14,11 +17,12 @@ from pathlib import Path
 
 from nbgrader.api import Gradebook, MissingEntry
 
-from course import notebooks, paths
-from course.collect import unreadable_files
+from course import lms, notebooks, paths
+from course.collect import collect_export, read_manifest
 from course.release import generate_release, nbgrader
 
 GRADES_CSV = "grades.csv"
+UPLOAD = "upload"  # what goes back to the LMS: upload/<assignment>/
 
 
 def gradebook(root=paths.ROOT):
@@ -111,29 +115,62 @@ def summary(assignment, students, root):
 
 
 def collect(assignment, root=paths.ROOT):
-    """Extract downloaded/<assignment>/archive/*.zip into submitted/; (ok, message)."""
-    if not (Path(root) / "downloaded" / assignment / "archive").is_dir():
-        return False, f"{assignment}: put the downloaded zips in downloaded/{assignment}/archive/"
-    result = nbgrader(["zip_collect", assignment, "--force"], root, check=False)
-    if result.returncode != 0:
-        return False, f"{assignment}: nbgrader zip_collect failed:\n{result.stderr[-3000:]}"
-    unreadable = unreadable_files(Path(root) / "downloaded" / assignment / "extracted")
-    collected = len(submitted_students(assignment, root))
-    message = f"{assignment}: {collected} students in submitted/"
-    if unreadable:
-        listing = "\n  ".join(unreadable)
-        return False, (
-            f"{message}; NOT collected, no student id in the file name "
-            f"(expected <anything>_<student>_attempt_<YYYY-MM-DD-hh-mm-ss>_<file>.ipynb):"
-            f"\n  {listing}"
-        )
-    return True, message
+    """Collect the LMS export in downloaded/<assignment>/archive/ into submitted/; (ok, message)."""
+    result = collect_export(root, assignment)
+    if result.names:
+        with gradebook(root) as book:
+            for student, (first, last) in result.names.items():
+                names = {"first_name": first, "last_name": last}
+                book.update_or_create_student(student, **{k: v for k, v in names.items() if v})
+    return result.ok, result.message
 
 
 def feedback(assignment, root=paths.ROOT):
-    """Generate the feedback HTML of one lab for every graded student."""
+    """Generate the feedback HTML of one lab, and the LMS's feedback zip when it was collected."""
     nbgrader(["generate_feedback", assignment, "--force"], root)
-    return f"{assignment}: feedback written to feedback/"
+    message = f"{assignment}: feedback written to feedback/"
+    manifest = read_manifest(root, assignment)
+    if not manifest:
+        return message
+    return "\n".join([message, *lms_feedback(assignment, manifest, root)])
+
+
+def lms_feedback(assignment, manifest, root=paths.ROOT):
+    """Write upload/<assignment>/feedback_<lms>.zip for Canvas and Moodle; report lines."""
+    lines = []
+    for name in sorted({record["lms"] for record in manifest.values()}):
+        students = {s: r for s, r in manifest.items() if r["lms"] == name}
+        if name not in ("canvas", "moodle"):
+            lines.append(f"  {lms.LMS_NAMES[name]}: no feedback zip, hand out feedback/ yourself")
+            continue
+        entries, missing = [], []
+        for student, record in sorted(students.items()):
+            found = lms.feedback_entries(
+                student, record, root, assignment, cell_grades(assignment, student, root)
+            )
+            entries.extend(found)
+            if not found:
+                missing.append(student)
+        path = Path(UPLOAD) / assignment / f"feedback_{name}.zip"
+        lms.write_zip(Path(root) / path, entries)
+        lines.append(f"  {lms.LMS_NAMES[name]}: {len(entries)} students' feedback in {path}")
+        if missing:
+            lines.append(f"    no feedback (not graded): {', '.join(missing)}")
+    return lines
+
+
+def cell_grades(assignment, student, root=paths.ROOT):
+    """(grade id, score or None when still to grade by hand, maximum) of each graded cell."""
+    notebook = Path(paths.lab_filename(assignment)).stem
+    with gradebook(root) as book:
+        try:
+            found = book.find_submission_notebook(notebook, assignment, student)
+        except MissingEntry:
+            return []
+        return [
+            (grade.name, None if grade.needs_manual_grade else grade.score, grade.max_score)
+            for grade in found.grades
+        ]
 
 
 def grades(root=paths.ROOT, output=GRADES_CSV):
@@ -156,14 +193,69 @@ def grades(root=paths.ROOT, output=GRADES_CSV):
     return f"{len(rows)} students written to {output}"
 
 
+def lms_grades(assignment, lms_gradebook, root=paths.ROOT, column=""):
+    """Write upload/<assignment>/grades_<lms>.csv: the LMS's gradebook with the lab filled in."""
+    manifest = read_manifest(root, assignment)
+    if not manifest:
+        return False, f"{assignment}: collect it first (make collect ASSIGNMENT={assignment})"
+    if not Path(lms_gradebook).is_file():
+        return False, f"{assignment}: no file {lms_gradebook} (the LMS's gradebook CSV)"
+    scores, not_graded, to_grade = lms_scores(assignment, manifest, root)
+    text, bom = lms.read_text(lms_gradebook)
+    try:
+        filled, name, report = lms.fill_gradebook(text, assignment, scores, column, not_graded)
+    except ValueError as error:
+        return False, f"{assignment}: {lms_gradebook}: {error}"
+    path = Path(UPLOAD) / assignment / f"grades_{name.lower()}.csv"
+    (Path(root) / path).parent.mkdir(parents=True, exist_ok=True)
+    (Path(root) / path).write_bytes(bom + filled.encode("utf-8"))
+    lines = [f"{assignment}: {name} gradebook with the lab's grades in {path}"]
+    lines += [f"  {line}" for line in report]
+    if to_grade:
+        lines.append(
+            f"  written answers not graded yet (counted as 0), see the formgrader: "
+            f"{', '.join(to_grade)}"
+        )
+    return True, "\n".join(lines)
+
+
+def lms_scores(assignment, manifest, root=paths.ROOT):
+    """(LMS id -> score if graded, LMS ids not graded, students with answers still to grade)."""
+    notebook = paths.lab_filename(assignment)
+    scores, not_graded, to_grade = {}, set(), []
+    with gradebook(root) as book:
+        for student, record in sorted(manifest.items()):
+            try:
+                submission = book.find_submission(assignment, student)
+            except MissingEntry:
+                submission = None
+            graded = Path(root) / "autograded" / student / assignment / notebook
+            if submission is None or not executed(graded):
+                not_graded.add(record["lms_id"])
+                continue
+            scores[record["lms_id"]] = submission.score
+            if submission.needs_manual_grade:
+                to_grade.append(student)
+    return scores, not_graded, to_grade
+
+
 def main(argv=None):
     """Command-line entry point."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("command", choices=["collect", "autograde", "feedback", "grades"])
     parser.add_argument("assignment", nargs="?", default="", help="one lab (default: every lab)")
     parser.add_argument("--root", default=str(paths.ROOT), help="course directory")
+    parser.add_argument("--lms-gradebook", default="", help="gradebook CSV exported by the LMS")
+    parser.add_argument("--lms-column", default="", help="the lab's column in a Canvas gradebook")
     args = parser.parse_args(argv)
     root = Path(args.root)
+    if args.command == "grades" and args.lms_gradebook:
+        if not args.assignment:
+            parser.error("LMS_GRADEBOOK needs an assignment, e.g. ASSIGNMENT=01_softmax")
+        exported = Path(args.lms_gradebook).expanduser()
+        ok, message = lms_grades(args.assignment, exported, root, args.lms_column)
+        print(message)
+        sys.exit(0 if ok else 1)
     if args.command == "grades":
         print(grades(root))
         return
