@@ -17,7 +17,7 @@ from pathlib import Path
 
 from nbgrader.api import Gradebook, MissingEntry
 
-from course import lms, notebooks, paths
+from course import integrity, lms, notebooks, paths
 from course.collect import collect_export, read_manifest
 from course.release import generate_release, nbgrader
 
@@ -92,10 +92,26 @@ def autograde(assignment, root=paths.ROOT):
                 f"  {student}: not graded, the notebook could not be run to the end "
                 "(the kernel died or nbgrader failed: see its log below); scores 0"
             )
-    if len(lines) > 1:
+    ok = result.returncode == 0 and len(lines) == 1
+    review = reviewed(assignment, students, root)
+    if not ok:
         errors = [line for line in result.stderr.splitlines() if "ERROR" in line]
-        lines.extend(["nbgrader errors:", *errors[-20:]])
-    return result.returncode == 0 and len(lines) == 1, "\n".join(lines)
+        review.extend(["nbgrader errors:", *errors[-20:]])
+    return ok, "\n".join(lines + review)
+
+
+def reviewed(assignment, students, root):
+    """Lines naming, per student, the cells the allowlist refused and the forbidden calls."""
+    lines = []
+    notebook = paths.lab_filename(assignment)
+    for student in students:
+        path = Path(root) / "autograded" / student / assignment / notebook
+        if executed(path):
+            findings = notebooks.read(path).metadata.get(integrity.REVIEW_KEY, [])
+            lines.extend(f"  {student}: {finding}" for finding in findings)
+    if lines:
+        lines.insert(0, "to review (refused cells score 0; forbidden calls are for you to judge):")
+    return lines
 
 
 def summary(assignment, students, root):

@@ -326,6 +326,7 @@ class JudgeExecute(ForkingExecute):
         self.trusted = trusted_cells(resources)
         self.namespace = {"__name__": "__main__"}
         self.replay = []
+        self.trusted_names = set()
         self.link = None
         self.counter = itertools.count(1)
         os.environ["NBGRADER_EXECUTION"] = "autograde"  # as in the kernel, for the locked cells
@@ -347,8 +348,8 @@ class JudgeExecute(ForkingExecute):
         cell = self.run_in_kernel(cell, index)
         if trusted is not None and cell.source == trusted:
             self.run_here(trusted, grade_id)
-        else:
-            for name in bound_names(cell.source):
+        else:  # a student's names never replace what a locked cell defined for the tests
+            for name in set(bound_names(cell.source)) - self.trusted_names:
                 self.namespace[name] = self.remote_name(name)
         return cell, resources
 
@@ -383,6 +384,7 @@ class JudgeExecute(ForkingExecute):
             except BaseException as error:  # noqa: BLE001 - a helper cell may call student code
                 self.log.info("Locked cell %s failed in the grader: %r", grade_id, error)
         for name in bound_names(source, imports=True):
+            self.trusted_names.add(name)
             value = self.namespace.get(name)
             if getattr(value, "__dict__", {}).get("__in_kernel__", False) is True:
                 self.namespace[name] = self.remote_name(name)

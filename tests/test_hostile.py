@@ -1,7 +1,9 @@
 """The instructor's cycle on broken and hostile submissions: collect, autograde, feedback, grades.
 
 One scratch course holds one student per scenario of lab 01; a single `make autograde` run grades
-them all, with a 5 s cell limit instead of the course's 30 s to keep the test short.
+them all, with a 5 s cell limit instead of the course's 30 s to keep the test short. A second
+course switches the allowlist of student cells off, to show that the grader's verdicts hold even
+when a submission controls its whole kernel.
 """
 
 import csv
@@ -56,6 +58,79 @@ class Liar(torch.Tensor):
 def softmax(scores, dim=-1):
     return torch.zeros_like(scores).as_subclass(Liar)
 """
+CALLS_BUILTIN = """
+def softmax(scores, dim=-1):
+    return torch.softmax(scores, dim=dim)
+"""
+# Attacks on the kernel itself, for the course without the allowlist. Each would have earned
+# points if the tests ran in the student's kernel; the grader runs them in its own process.
+BLANKS_TEST_CELLS = """
+def blank_tests(lines):
+    text = "".join(lines)
+    return ["pass\\n"] if "check_" in text or "assert" in text else lines
+
+
+get_ipython().input_transformers_cleanup.append(blank_tests)
+"""
+BLANKS_TESTS_BY_AST = """
+import ast
+
+
+class BlankTests(ast.NodeTransformer):
+    def visit_Module(self, node):
+        text = ast.unparse(node)
+        return ast.Module(body=[ast.Pass()], type_ignores=[]) if "check_" in text else node
+
+
+get_ipython().ast_transformers.append(BlankTests())
+"""
+CALLS_TORCH_IN_LATER_CELLS = """
+def call_torch(lines):
+    return [line.replace("softmax(", "torch.softmax(") for line in lines]
+
+
+get_ipython().input_transformers_cleanup.append(call_torch)
+"""
+ATTACKS_AT_FIRST_CALL = """
+def softmax(scores, dim=-1):
+    hooks = get_ipython().input_transformers_cleanup
+    if not hooks:
+        hooks.append(lambda lines: ["pass\\n"])
+    return torch.zeros_like(scores)
+"""
+SWAPS_CHECK_CODE = """
+alias = check_close
+alias.__code__ = (lambda *args, **kwargs: None).__code__
+"""
+ECHOES_CELLS = """
+get_ipython().events.register("pre_run_cell", lambda info: print(info.raw_cell))
+"""
+HIDES_ERRORS = """
+print("test_softmax_hidden: passed (2/2 points)")
+get_ipython().set_custom_exc((BaseException,), lambda *args, **kwargs: None)
+get_ipython().showtraceback = lambda *args, **kwargs: None
+"""
+REPLACES_AGENT = """
+class Forger:
+    reply = '{"value": true}'
+
+    def run(self, request):
+        pass
+
+
+__judge__ = Forger()
+"""
+REBINDS_CHECKS = """
+check_close = check_shape = check_sums_to_one = check_finite = lambda *args, **kwargs: None
+"""
+CRASHES_IN_FUNCTION = """
+import os
+
+
+def softmax(scores, dim=-1):
+    os.kill(os.getpid(), 9)
+"""
+CRASHES_AT_TOP_LEVEL = "import os\nos.kill(os.getpid(), 9)\n"
 
 
 def release_notebook(root):
@@ -94,7 +169,9 @@ def scenarios(release, answers):
             softmax="def softmax(scores, dim=-1):\n    while True:\n        pass\n"
         ),
         "loop_at_top_level": answered(softmax="while True:\n    pass\n" + solution),
-        "kernel_crash": answered(softmax="import os\nos._exit(1)\n" + solution),
+        "imports_os": answered(softmax="import os\nos._exit(1)\n" + solution),
+        "input_transformer": answered(softmax=BLANKS_TEST_CELLS + WRONG_SOFTMAX),
+        "calls_builtin": answered(softmax=CALLS_BUILTIN),
         "edited_tests": {NOTEBOOK: with_edited_tests(release)},
         "patches_directly": answered(softmax=PATCHES_DIRECTLY + WRONG_SOFTMAX),
         "patches_through_aliases": answered(softmax=PATCHES_THROUGH_ALIASES),
@@ -113,20 +190,61 @@ def scenarios(release, answers):
     }
 
 
-@pytest.fixture(scope="module")
-def course(tmp_path_factory):
-    """A scratch course with every scenario submitted and autograded once by `make autograde`."""
-    root = scratch_course(tmp_path_factory.mktemp("hostile"), [LAB])
-    with open(root / "nbgrader_config.py", "a") as config:
-        config.write(f"\nc.Execute.timeout = {CELL_LIMIT_SECONDS}\n")
-    release, answers = release_notebook(root), solution_cells(LAB)
-    for student, files in scenarios(release, answers).items():
+def kernel_attacks(release, answers):
+    """Map student -> notebooks for the attacks on the kernel, made without the allowlist."""
+
+    def answered(softmax):
+        return {NOTEBOOK: fill(release, {**answers, "softmax": softmax})}
+
+    return {
+        "honest": answered(answers["softmax"]),
+        "blanks_test_cells": answered(BLANKS_TEST_CELLS + WRONG_SOFTMAX),
+        "blanks_tests_by_ast": answered(BLANKS_TESTS_BY_AST + WRONG_SOFTMAX),
+        "calls_torch_in_later_cells": answered(CALLS_TORCH_IN_LATER_CELLS + WRONG_SOFTMAX),
+        "attacks_at_first_call": answered(ATTACKS_AT_FIRST_CALL),
+        "swaps_check_code": answered(SWAPS_CHECK_CODE + WRONG_SOFTMAX),
+        "echoes_cells": answered(ECHOES_CELLS + WRONG_SOFTMAX),
+        "hides_errors": answered(HIDES_ERRORS + WRONG_SOFTMAX),
+        "patches_checks": answered(PATCHES_DIRECTLY + WRONG_SOFTMAX),
+        "patches_through_aliases": answered(PATCHES_THROUGH_ALIASES),
+        "replaces_agent": answered(REPLACES_AGENT + WRONG_SOFTMAX),
+        "rebinds_checks": answered(REBINDS_CHECKS + WRONG_SOFTMAX),
+        "crashes_in_function": answered(CRASHES_IN_FUNCTION),
+        "crashes_at_top_level": answered(CRASHES_AT_TOP_LEVEL + answers["softmax"]),
+    }
+
+
+def graded_course(folder, submissions, config=""):
+    """A scratch course with these submissions, autograded once by `make autograde`."""
+    root = scratch_course(folder, [LAB])
+    with open(root / "nbgrader_config.py", "a") as handle:
+        handle.write(f"\nc.Execute.timeout = {CELL_LIMIT_SECONDS}\n{config}")
+    for student, files in submissions(release_notebook(root), solution_cells(LAB)).items():
         (root / "submitted" / student / LAB).mkdir(parents=True, exist_ok=True)
         for filename, nb in files.items():
             submit(root, LAB, student, nb, filename=filename)
     start = time.perf_counter()
     result = run_instructor(root, "autograde", LAB)
     return {"root": root, "result": result, "seconds": time.perf_counter() - start}
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory):
+    """Every scenario, graded with the course's own configuration."""
+    return graded_course(tmp_path_factory.mktemp("hostile"), scenarios)
+
+
+WITHOUT_ALLOWLIST = """
+c.Autograde.sanitize_preprocessors = [
+    name for name in c.Autograde.sanitize_preprocessors if not name.endswith("EnforceAllowlist")
+]
+"""
+
+
+@pytest.fixture(scope="module")
+def open_kernel(tmp_path_factory):
+    """The attacks on the kernel, graded with the allowlist of student cells switched off."""
+    return graded_course(tmp_path_factory.mktemp("open"), kernel_attacks, WITHOUT_ALLOWLIST)
 
 
 def run_instructor(root, *args, **kwargs):
@@ -161,13 +279,14 @@ def test_infinite_loop_in_a_function_costs_only_its_exercises(course):
     cells = scores(course, "loop_in_function")
     assert all(cells[t] == 0 for t in SOFTMAX_TESTS + TEMPERATURE_TESTS)
     assert all(cells[t] > 0 for t in LOG_SOFTMAX_TESTS)
-    assert "CellTimeoutError" in autograded_output(course, "loop_in_function")
+    assert "did not finish within 5 s" in autograded_output(course, "loop_in_function")
 
 
-def test_top_level_loop_and_kernel_crash_score_zero_where_affected(course):
-    for student in ["loop_at_top_level", "kernel_crash"]:
+def test_top_level_loop_and_refused_cells_score_zero_where_affected(course):
+    for student in ["loop_at_top_level", "imports_os", "input_transformer"]:
         cells = scores(course, student)
         assert all(cells[t] == 0 for t in SOFTMAX_TESTS), student
+        assert all(cells[t] > 0 for t in LOG_SOFTMAX_TESTS), student
 
 
 def test_lab_autograde_finishes_in_bounded_time(course):
@@ -191,8 +310,17 @@ def test_monkeypatching_the_checks_earns_nothing(course, student):
         assert all(cells[t] > 0 for t in LOG_SOFTMAX_TESTS)
 
 
-def test_direct_patches_are_refused_with_an_explanation(course):
-    assert "The autograder did not run this cell" in autograded_output(course, "patches_directly")
+def test_cells_outside_the_allowlist_are_refused_with_an_explanation(course):
+    for student in ["patches_directly", "imports_os", "input_transformer"]:
+        assert "The autograder did not run this cell" in autograded_output(course, student)
+
+
+def test_summary_lists_refused_cells_and_forbidden_calls(course):
+    report = course["result"].stdout
+    assert "imports_os: softmax: not run, line 1: it imports os" in report
+    assert "calls_builtin: softmax, line 3: calls softmax, which this lab forbids" in report
+    assert total(course, "calls_builtin") == 8  # the computation is right: the instructor judges
+    assert "honest:" not in report
 
 
 def test_huge_output_is_graded_and_cut(course):
@@ -222,8 +350,7 @@ def test_missing_or_renamed_notebooks_are_reported(course):
 
 def test_summary_counts_the_graded_students_and_explains_the_others(course):
     report = course["result"].stdout
-    assert f"{LAB}: 11 students graded" in report and "3 not graded" in report
-    assert "kernel_crash: not graded, the notebook could not be run to the end" in report
+    assert f"{LAB}: 14 students graded" in report and "2 not graded" in report
 
 
 def test_feedback_shows_hidden_failures_but_not_hidden_code(course):
@@ -240,6 +367,67 @@ def test_feedback_shows_hidden_failures_but_not_hidden_code(course):
         assert hidden_line not in html
     huge = course["root"] / "feedback" / "huge_output" / LAB / "01_softmax_lab.html"
     assert huge.stat().st_size < 2_000_000
+
+
+def open_scores(open_kernel, student):
+    """grade_id -> score of a student of the course without the allowlist."""
+    return cell_scores(open_kernel["root"], LAB, student)
+
+
+@pytest.mark.parametrize(
+    "student",
+    [
+        "blanks_test_cells",
+        "blanks_tests_by_ast",
+        "calls_torch_in_later_cells",
+        "attacks_at_first_call",
+        "swaps_check_code",
+        "echoes_cells",
+        "hides_errors",
+        "patches_checks",
+        "patches_through_aliases",
+        "replaces_agent",
+        "rebinds_checks",
+    ],
+)
+def test_a_kernel_under_the_students_control_cannot_forge_a_pass(open_kernel, student):
+    assert sum(open_scores(open_kernel, "honest").values()) == 8
+    cells = open_scores(open_kernel, student)
+    assert all(cells[t] == 0 for t in SOFTMAX_TESTS + TEMPERATURE_TESTS), cells
+
+
+def test_correct_work_beside_the_attacks_still_earns_its_points(open_kernel):
+    for student in [
+        "blanks_tests_by_ast",
+        "echoes_cells",
+        "hides_errors",
+        "patches_checks",
+        "rebinds_checks",
+        "swaps_check_code",
+    ]:
+        cells = open_scores(open_kernel, student)
+        assert all(cells[t] > 0 for t in LOG_SOFTMAX_TESTS), (student, cells)
+
+
+def test_a_kernel_that_dies_costs_only_the_tests_that_need_the_dead_code(open_kernel):
+    for student in ["crashes_in_function", "crashes_at_top_level"]:
+        cells = open_scores(open_kernel, student)
+        assert all(cells[t] == 0 for t in SOFTMAX_TESTS), (student, cells)
+        assert cells["test_log_softmax_visible"] == 1 and cells["test_log_softmax_hidden"] == 2
+    root = open_kernel["root"]
+    path = root / "autograded" / "crashes_at_top_level" / LAB / NOTEBOOK
+    assert "The kernel died while running this cell" in notebooks.output_text(notebooks.read(path))
+
+
+def test_hidden_test_code_never_reaches_the_kernel_or_the_feedback(open_kernel):
+    result = run_instructor(open_kernel["root"], "feedback", LAB)
+    assert result.returncode == 0, result.stderr
+    student = open_kernel["root"] / "feedback" / "echoes_cells" / LAB / "01_softmax_lab.html"
+    autograded = open_kernel["root"] / "autograded" / "echoes_cells" / LAB / NOTEBOOK
+    texts = [student.read_text(), notebooks.output_text(notebooks.read(autograded))]
+    for hidden_line in ["generator = torch.Generator().manual_seed(101)", "extreme = torch.tensor"]:
+        assert all(hidden_line not in text for text in texts)
+    assert "check_" not in texts[1]  # no test cell, visible or hidden, ran in the kernel
 
 
 def test_grades_csv_has_one_row_per_student_with_manual_grades(course):
