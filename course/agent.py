@@ -2,8 +2,9 @@
 
 During autograde the grader sends this file's source (with `course/wire.py`) to the kernel, and
 then one request per call: call a function the student defined, read an attribute, take an item
-or a length. The agent answers with the value, encoded by `course.wire`, or with the exception's
-type and message. It decides nothing: every verdict is computed by the grader from these values.
+or a length, each as a message on a Jupyter comm. The agent answers on the same comm with the
+value, encoded by `course.wire`, or with the exception's type and message. It decides nothing:
+every verdict is computed by the grader from these values.
 """
 
 import linecache
@@ -22,7 +23,7 @@ class Agent:
         self.reply = ""
 
     def run(self, request_text):
-        """Perform one request and keep its JSON reply in self.reply."""
+        """Perform one request and return its JSON reply (also kept in self.reply)."""
         try:
             request = loads(request_text)  # noqa: F821 - from course/wire.py, sent along
             value = self.perform(request)
@@ -30,6 +31,15 @@ class Agent:
         except BaseException as error:  # noqa: BLE001 - every failure goes back to the grader
             reply = {"error": describe(error)}
         self.reply = dumps(reply)  # noqa: F821
+        return self.reply
+
+    def listen(self, comm, message):
+        """Answer each request the grader sends on this comm with a reply on the same comm."""
+
+        def answer(request):
+            comm.send({"reply": self.run(request["content"]["data"]["request"])})
+
+        comm.on_msg(answer)
 
     def perform(self, request):
         """The value that one request asks for."""

@@ -26,6 +26,7 @@ import os
 import queue
 import signal
 import time
+import uuid
 from pathlib import Path
 
 from jupyter_client.blocking import BlockingKernelClient
@@ -38,6 +39,7 @@ from course.fastkernel import ForkingExecute
 from course.notebooks import HIDDEN_TESTS, is_test, nbgrader_meta
 
 AGENT_FILE = "course_judge_agent.py"
+COMM_TARGET = "course_judge"
 AGENT_SOURCE = "\n".join(
     (Path(__file__).with_name(name)).read_text() for name in ("wire.py", "agent.py")
 )
@@ -45,7 +47,9 @@ START_AGENT = (
     "def __start_judge():\n"
     "    namespace = {'__name__': 'course_judge_agent'}\n"
     f"    exec(compile({AGENT_SOURCE!r}, {AGENT_FILE!r}, 'exec'), namespace)\n"
-    "    return namespace['Agent'](get_ipython().user_ns)\n"
+    "    agent = namespace['Agent'](get_ipython().user_ns)\n"
+    f"    get_ipython().kernel.comm_manager.register_target({COMM_TARGET!r}, agent.listen)\n"
+    "    return agent\n"
     "__judge__ = __start_judge()\n"
     "del __start_judge\n"
 )
@@ -77,6 +81,7 @@ SAFE_EXCEPTIONS = {
 }
 INTERRUPT_GRACE_SECONDS = 5
 POLL_SECONDS = 0.05
+IOPUB_ATTEMPTS = 100
 MAX_REPLY_CHARACTERS = 400_000_000
 
 
@@ -108,12 +113,30 @@ class KernelLink:
         self.started = False
 
     def ensure_agent(self):
-        """Start the agent in the kernel if it is not running yet."""
+        """Start the agent in the kernel and open a comm to it, if that is not done yet."""
         if self.client is None:
             self.connect()
         if not self.started:
+            self.listen_to_iopub()
             self.execute(START_AGENT)
+            self.comm_id = uuid.uuid4().hex
+            opening = {"comm_id": self.comm_id, "target_name": COMM_TARGET, "data": {}}
+            self.client.shell_channel.send(self.client.session.msg("comm_open", opening))
             self.started = True
+
+    def listen_to_iopub(self):
+        """Wait until this client's iopub socket gets the kernel's messages (ZMQ joins late)."""
+        for _ in range(IOPUB_ATTEMPTS):
+            msg_id = self.client.kernel_info()
+            self.wait_for_reply(msg_id)
+            try:
+                while True:
+                    message = self.client.get_iopub_msg(timeout=POLL_SECONDS)
+                    if message.get("parent_header", {}).get("msg_id") == msg_id:
+                        return
+            except queue.Empty:
+                continue
+        raise KernelTrouble("the grader could not listen to the kernel's messages")
 
     def execute(self, code, user_expressions=None):
         """Run code in the kernel (silently) and return the execute reply's content."""
@@ -122,13 +145,19 @@ class KernelLink:
         )
         return self.wait_for_reply(msg_id)
 
-    def wait_for_reply(self, msg_id):
-        """The content of the reply to `msg_id`, interrupting a kernel that runs out of time."""
-        interrupted_at = None
+    def wait_for_reply(self, msg_id, channel="shell"):
+        """The content of the reply to `msg_id`, interrupting a kernel that runs out of time.
+
+        On the shell channel the reply is the execute reply; on iopub, the agent's comm message.
+        """
+        receive = self.client.get_shell_msg if channel == "shell" else self.client.get_iopub_msg
+        interrupted_at, checked_at = None, time.monotonic()
         while True:
-            if not self.executor.kernel_alive():
-                raise KernelTrouble("the kernel died while running your code")
             now = time.monotonic()
+            if now > checked_at + POLL_SECONDS:  # not on every message: a flood of output is fast
+                checked_at = now
+                if not self.executor.kernel_alive():
+                    raise KernelTrouble("the kernel died while running your code")
             if interrupted_at is None and self.deadline is not None and now > self.deadline:
                 self.executor.interrupt_kernel()
                 interrupted_at = now
@@ -136,10 +165,12 @@ class KernelLink:
                 self.executor.kill_kernel()
                 raise KernelTrouble("your code did not stop when it was interrupted")
             try:
-                message = self.client.get_shell_msg(timeout=POLL_SECONDS)
+                message = receive(timeout=POLL_SECONDS)
             except queue.Empty:
+                checked_at = now - POLL_SECONDS  # quiet for a while: check the kernel next
                 continue
-            if message.get("parent_header", {}).get("msg_id") == msg_id:
+            parent = message.get("parent_header", {}).get("msg_id")
+            if parent == msg_id and (channel == "shell" or message.get("msg_type") == "comm_msg"):
                 if interrupted_at is not None:
                     raise KernelTrouble(
                         f"the tests did not finish within {self.executor.timeout} s: "
@@ -151,22 +182,23 @@ class KernelLink:
         """Ask the agent for one value; raise what the student's code raised."""
         self.ensure_agent()
         payload = wire.dumps({"op": operation, "target": target, **fields})
-        reply = self.execute(
-            f"__judge__.run({payload!r})", user_expressions={"reply": "__judge__.reply"}
+        message = self.client.session.msg(
+            "comm_msg", {"comm_id": self.comm_id, "data": {"request": payload}}
         )
-        return self.decode_reply(reply)
+        self.client.shell_channel.send(message)
+        return self.decode_reply(self.wait_for_reply(message["header"]["msg_id"], "iopub"))
 
     def decode_reply(self, content):
-        """The value in an execute reply, or the exception it describes raised here."""
+        """The value in the agent's comm message, or the exception it describes raised here."""
         try:
-            text = content["user_expressions"]["reply"]["data"]["text/plain"]
+            text = content["data"]["reply"]
         except (KeyError, TypeError):
             raise MalformedReply("the kernel sent no reply to the grader's request") from None
         if not isinstance(text, str) or len(text) > MAX_REPLY_CHARACTERS:
             raise MalformedReply("the kernel's reply is not text of a sensible size")
         try:
-            reply = wire.loads(ast.literal_eval(text))
-        except (ValueError, SyntaxError, MemoryError, RecursionError) as error:
+            reply = wire.loads(text)
+        except (ValueError, MemoryError, RecursionError) as error:
             raise MalformedReply(f"the kernel's reply is malformed: {error}") from None
         if not isinstance(reply, dict) or len(reply) != 1 or not reply.keys() <= {"value", "error"}:
             raise MalformedReply("the kernel's reply is neither a value nor an error")

@@ -4,6 +4,7 @@ For each lab, a scratch copy of the course is released with nbgrader, then one s
 case (solution, blank release, each catalogued mistake) is autograded in a single nbgrader run.
 """
 
+import re
 from collections import Counter
 
 import pytest
@@ -72,6 +73,24 @@ def test_mistake_loses_points_and_is_named(assignment, mistake, tmp_path_factory
     assert mistake.message in text, (
         f"{mistake.message!r} not shown; the output was:\n{text[-3000:]}"
     )
+    path = root / "autograded" / student_id(mistake) / assignment / paths.lab_filename(assignment)
+    lines = next(error_lines(notebooks.read(path), mistake.message))
+    first = next(number for number, line in enumerate(lines) if mistake.message in line)
+    assert len(lines) <= MAX_ERROR_LINES and first < MESSAGE_WITHIN, "\n".join(lines)
+
+
+MAX_ERROR_LINES, MESSAGE_WITHIN = 15, 8
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def error_lines(nb, message):
+    """The lines (without colours) of each error output of a notebook that contains `message`."""
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            if output.output_type == "error":
+                lines = ANSI.sub("", "\n".join(output.traceback)).splitlines()
+                if any(message in line for line in lines):
+                    yield lines
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)

@@ -103,23 +103,24 @@ def test_too_deep_values_are_refused():
 
 
 def reply(text):
-    """An execute reply whose user expression holds `text` (the repr of the agent's reply)."""
-    return {"user_expressions": {"reply": {"status": "ok", "data": {"text/plain": text}}}}
+    """The content of the agent's comm message holding `text` (its JSON reply)."""
+    return {"comm_id": "c", "data": {"reply": text}}
 
 
 @pytest.mark.parametrize(
     "content",
     [
         {},
-        {"user_expressions": {}},
+        {"data": {}},
+        {"data": "reply"},
         reply(42),
-        reply("not a repr"),
-        reply(repr("not json")),
-        reply(repr('{"value": 1, "error": {}}')),
-        reply(repr('{"values": 1}')),
-        reply(repr("[1, 2]")),
-        reply(repr('{"value": {"t": "tensor"}}')),
-        reply(repr('{"value": NaN}')),
+        reply("x" * (judge.MAX_REPLY_CHARACTERS + 1)),
+        reply("not json"),
+        reply('{"value": 1, "error": {}}'),
+        reply('{"values": 1}'),
+        reply("[1, 2]"),
+        reply('{"value": {"t": "tensor"}}'),
+        reply('{"value": NaN}'),
     ],
 )
 def test_missing_or_malformed_replies_fail_with_a_message(content):
@@ -131,7 +132,7 @@ def test_missing_or_malformed_replies_fail_with_a_message(content):
 def test_a_reply_of_the_wrong_type_fails_the_check_that_reads_it():
     from utils.grading import check_shape
 
-    value = judge.KernelLink(executor=None).decode_reply(reply(repr('{"value": [1, 2]}')))
+    value = judge.KernelLink(executor=None).decode_reply(reply('{"value": [1, 2]}'))
     with pytest.raises(AssertionError, match="should be a torch.Tensor, got list"):
         check_shape(value, (2,), "softmax(scores)")
 
@@ -187,7 +188,9 @@ def test_a_refusal_says_where_and_why():
 
 
 def test_forbidden_calls_are_listed_not_refused():
-    source = "import torch.nn.functional as F\ndef softmax(x, dim=-1):\n    return F.softmax(x, dim)\n"
+    source = (
+        "import torch.nn.functional as F\ndef softmax(x, dim=-1):\n    return F.softmax(x, dim)\n"
+    )
     problem, calls = integrity.review(source, PROTECTED, ALIASES, forbidden_calls={"softmax"})
     assert problem is None and calls == [(3, "softmax")]
 

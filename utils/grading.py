@@ -10,7 +10,9 @@ subclass overrides disabled, and the module refuses to have its attributes repla
 """
 
 import builtins
+import linecache
 import sys
+import traceback
 import types
 
 import numpy as np
@@ -30,6 +32,7 @@ __all__ = [
     "inputs_changed",
     "parameter_gradients",
     "set_parameters",
+    "show_failures_first",
 ]
 
 # Builtins and library functions, bound now: a student's cell that later replaces a builtin or a
@@ -349,6 +352,42 @@ def check_raises(error, function, *args, name=None, match=None, hint=None, **kwa
     except Exception as raised:  # noqa: BLE001 - report any other exception to the student
         _fail(f"{name} raised {type(raised).__name__} ({raised}), expected {error.__name__}", hint)
     _fail(f"{name} did not raise {error.__name__}", hint)
+
+
+def failure_lines(error):
+    """The lines that show a failed check: type and message, hint, then the line that failed."""
+    lines = str(error).splitlines() or [""]
+    lines[0] = f"{type(error).__name__}: {lines[0]}"
+    frames = [
+        (frame, number)
+        for frame, number in traceback.walk_tb(error.__traceback__)
+        if not frame.f_locals.get("__tracebackhide__")
+    ]
+    if frames:
+        frame, number = frames[-1]
+        text = linecache.getline(frame.f_code.co_filename, number).strip()
+        if text:
+            lines.append(f"(failed at line {number}: {text})")
+    return lines
+
+
+def show_failures_first():
+    """In IPython, show a failed check as its message and hint, not a traceback through here."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is None:
+        return
+
+    def show(shell, kind, error, tb, tb_offset=None):
+        lines = failure_lines(error)
+        lines[0] = "\x1b[0;31m" + lines[0].replace(":", ":\x1b[0m", 1)
+        shell._showtraceback(kind, error, ["\n".join(lines)])
+        return lines
+
+    shell.set_custom_exc((AssertionError,), show)
 
 
 class _ReadOnlyModule(types.ModuleType):
