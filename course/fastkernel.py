@@ -128,8 +128,11 @@ class ForkedProcess:
         return self.returncode
 
     def send_signal(self, signum):
-        """Signal the kernel."""
-        os.kill(self.pid, signum)
+        """Signal the kernel, unless it has already exited."""
+        try:
+            os.kill(self.pid, signum)
+        except ProcessLookupError:
+            pass
 
     def kill(self):
         """Kill the kernel."""

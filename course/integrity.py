@@ -41,6 +41,7 @@ ALLOWED_MODULES = (
     "itertools",
     "collections",
     "random",
+    "time",
     "utils",
     "__future__",
 )

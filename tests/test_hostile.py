@@ -171,6 +171,7 @@ def scenarios(release, answers):
         "loop_at_top_level": answered(softmax="while True:\n    pass\n" + solution),
         "imports_os": answered(softmax="import os\nos._exit(1)\n" + solution),
         "input_transformer": answered(softmax=BLANKS_TEST_CELLS + WRONG_SOFTMAX),
+        "calls_torch_in_later_cells": answered(softmax=CALLS_TORCH_IN_LATER_CELLS + WRONG_SOFTMAX),
         "calls_builtin": answered(softmax=CALLS_BUILTIN),
         "edited_tests": {NOTEBOOK: with_edited_tests(release)},
         "patches_directly": answered(softmax=PATCHES_DIRECTLY + WRONG_SOFTMAX),
@@ -200,7 +201,6 @@ def kernel_attacks(release, answers):
         "honest": answered(answers["softmax"]),
         "blanks_test_cells": answered(BLANKS_TEST_CELLS + WRONG_SOFTMAX),
         "blanks_tests_by_ast": answered(BLANKS_TESTS_BY_AST + WRONG_SOFTMAX),
-        "calls_torch_in_later_cells": answered(CALLS_TORCH_IN_LATER_CELLS + WRONG_SOFTMAX),
         "attacks_at_first_call": answered(ATTACKS_AT_FIRST_CALL),
         "swaps_check_code": answered(SWAPS_CHECK_CODE + WRONG_SOFTMAX),
         "echoes_cells": answered(ECHOES_CELLS + WRONG_SOFTMAX),
@@ -289,6 +289,16 @@ def test_top_level_loop_and_refused_cells_score_zero_where_affected(course):
         assert all(cells[t] > 0 for t in LOG_SOFTMAX_TESTS), student
 
 
+def test_a_hook_that_makes_later_cells_call_torch_is_refused(course):
+    # Without the allowlist this would work: the student's own later cells would compute with
+    # torch.softmax, and the grader would see correct values. The allowlist refuses the hook.
+    cells = scores(course, "calls_torch_in_later_cells")
+    assert all(cells[t] == 0 for t in SOFTMAX_TESTS + TEMPERATURE_TESTS), cells
+    assert "The autograder did not run this cell" in autograded_output(
+        course, "calls_torch_in_later_cells"
+    )
+
+
 def test_lab_autograde_finishes_in_bounded_time(course):
     # Two loops of 4 cells at most and one crash: a generous bound, far from "hangs".
     assert course["seconds"] < 300
@@ -350,7 +360,7 @@ def test_missing_or_renamed_notebooks_are_reported(course):
 
 def test_summary_counts_the_graded_students_and_explains_the_others(course):
     report = course["result"].stdout
-    assert f"{LAB}: 14 students graded" in report and "2 not graded" in report
+    assert f"{LAB}: 15 students graded" in report and "2 not graded" in report
 
 
 def test_feedback_shows_hidden_failures_but_not_hidden_code(course):
@@ -379,7 +389,6 @@ def open_scores(open_kernel, student):
     [
         "blanks_test_cells",
         "blanks_tests_by_ast",
-        "calls_torch_in_later_cells",
         "attacks_at_first_call",
         "swaps_check_code",
         "echoes_cells",
@@ -423,11 +432,23 @@ def test_hidden_test_code_never_reaches_the_kernel_or_the_feedback(open_kernel):
     result = run_instructor(open_kernel["root"], "feedback", LAB)
     assert result.returncode == 0, result.stderr
     student = open_kernel["root"] / "feedback" / "echoes_cells" / LAB / "01_softmax_lab.html"
-    autograded = open_kernel["root"] / "autograded" / "echoes_cells" / LAB / NOTEBOOK
-    texts = [student.read_text(), notebooks.output_text(notebooks.read(autograded))]
+    root = open_kernel["root"]
+    autograded = notebooks.read(root / "autograded" / "echoes_cells" / LAB / NOTEBOOK)
+    texts = [student.read_text(), notebooks.output_text(autograded)]
     for hidden_line in ["generator = torch.Generator().manual_seed(101)", "extreme = torch.tensor"]:
         assert all(hidden_line not in text for text in texts)
-    assert "check_" not in texts[1]  # no test cell, visible or hidden, ran in the kernel
+    echoed = "".join(
+        output.text
+        for cell in autograded.cells
+        if not notebooks.is_test(cell)
+        for output in cell.get("outputs", [])
+        if output.output_type == "stream"
+    )
+    assert "def log_softmax" in echoed  # the hook ran, and echoed the cells it was given
+    source = notebooks.read(root / "source" / LAB / NOTEBOOK)
+    for cell in source.cells:
+        if notebooks.is_test(cell):  # no test cell, visible or hidden, reached the kernel
+            assert all(line not in echoed for line in cell.source.splitlines() if len(line) > 20)
 
 
 def test_grades_csv_has_one_row_per_student_with_manual_grades(course):
