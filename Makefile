@@ -1,6 +1,7 @@
 # Attention, Step by Step: every command runs from the repository root.
 #   make lab       set up .venv (first time) and open JupyterLab
 #   make test      set up .venv (first time) and run every check (what CI runs)
+#   make test-browser  a student's first failing test in JupyterLab, in headless Chromium
 #   make release   regenerate release/ and solutions/ from source/ with nbgrader
 #   make lectures  re-execute the lecture notebooks in notebooks/, storing their outputs
 #   make bench     print timings: notebooks, autograding, training
@@ -17,9 +18,13 @@ export PYTHONHASHSEED := 0
 ASSIGNMENT ?=
 LMS_GRADEBOOK ?=
 LMS_COLUMN ?=
+# Extra options for `make lab`, e.g. LAB_ARGS="--ip=0.0.0.0 --port=8888 --no-browser" on a server.
+LAB_ARGS ?=
+# Jupyter refuses to run as root (as in a container) unless told to.
+ROOT_ARGS := $(if $(filter 0,$(shell id -u)),--allow-root)
 NBVAL := pytest --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:randomly
 
-.PHONY: lab test lint unit nbval release lectures bench autograde feedback grades collect clean
+.PHONY: lab test test-browser lint unit nbval release lectures bench autograde feedback grades collect clean
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -28,12 +33,15 @@ $(STAMP): requirements.txt pyproject.toml
 	touch $(STAMP)
 
 lab: $(STAMP)
-	$(BIN)/jupyter lab --notebook-dir=$(CURDIR)
+	$(BIN)/jupyter lab --notebook-dir=$(CURDIR) $(ROOT_ARGS) $(LAB_ARGS)
 
 test: $(STAMP)
 	@start=$$(date +%s); \
 	$(MAKE) --no-print-directory lint unit nbval && \
 	echo "make test: all checks passed in $$(( $$(date +%s) - start )) s"
+
+test-browser: $(STAMP)
+	$(BIN)/pytest tests/browser/jupyterlab_check.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -67,4 +75,4 @@ collect: $(STAMP)
 	$(BIN)/python -m course.instructor collect $(ASSIGNMENT)
 
 clean:
-	rm -rf autograded feedback upload grades.csv .pytest_cache .ruff_cache
+	rm -rf autograded feedback upload grades.csv browser-screenshots .pytest_cache .ruff_cache

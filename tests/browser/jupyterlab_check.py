@@ -1,0 +1,177 @@
+"""A student's first failing test, in JupyterLab in a real browser: `make test-browser`.
+
+It needs Chromium (Debian's `chromium` package; `.ci/run` installs it) and is not part of
+`make test`. Screenshots go to `browser-screenshots/` (ignored by git).
+"""
+
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import expect, sync_playwright
+
+from course import paths
+from course.submissions import scratch_course
+
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+SCREENSHOTS = paths.ROOT / "browser-screenshots"
+LAB = "01_softmax"
+WRONG_SOFTMAX = "def softmax(scores, dim=-1):\n    e = scores.exp()\n    return e / e.sum()\n"
+MESSAGE = "do not sum to 1 along dim=-1"
+FIRST_LINES = 3
+
+
+def free_port():
+    """A TCP port nobody listens on."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """JupyterLab serving a scratch copy of the course: (base URL, token, course root)."""
+    root = scratch_course(tmp_path_factory.mktemp("browser"), paths.assignments())
+    port, token = free_port(), secrets.token_hex(16)
+    settings = root / "lab-settings" / "@jupyterlab" / "notebook-extension"
+    settings.mkdir(parents=True)  # render every cell, so the page holds the whole notebook
+    (settings / "tracker.jupyterlab-settings").write_text('{"windowingMode": "none"}')
+    news = root / "lab-settings" / "@jupyterlab" / "apputils-extension"
+    news.mkdir(parents=True)
+    (news / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')
+    command = [
+        sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root",
+        f"--port={port}", f"--IdentityProvider.token={token}", f"--notebook-dir={root}",
+        f"--LabApp.user_settings_dir={root / 'lab-settings'}",
+    ]  # fmt: skip
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    log = open(root / "jupyter.log", "w")  # noqa: SIM115 - closed after the server stops
+    process = subprocess.Popen(command, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2)
+            break
+        except OSError:
+            time.sleep(0.5)
+    else:
+        process.kill()
+        pytest.fail("JupyterLab did not start:\n" + (root / "jupyter.log").read_text()[-3000:])
+    yield url, token, root
+    process.terminate()
+    process.wait(timeout=30)
+    log.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Chromium."""
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"no Chromium at {CHROMIUM}: apt-get install chromium, or set CHROMIUM")
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield chromium
+        chromium.close()
+
+
+def open_lab(browser, server):
+    """A page with lab 01's student version open and its kernel ready."""
+    url, token, _ = server
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    notebook = f"release/{LAB}/{paths.lab_filename(LAB)}"
+    page.goto(f"{url}/lab/tree/{notebook}?token={token}")
+    page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=60_000)
+    expect(page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")).to_have_count(
+        1, timeout=60_000
+    )
+    return page
+
+
+def cell_index(page, text):
+    """The index of the first code cell whose text contains `text`."""
+    cells = page.locator(".jp-Notebook .jp-Cell")
+    cells.filter(has_text=text).first.wait_for(timeout=60_000)
+    for index in range(cells.count()):
+        cell = cells.nth(index)
+        if "jp-CodeCell" in cell.get_attribute("class") and text in cell.inner_text():
+            return index
+    raise AssertionError(f"no cell contains {text!r}")
+
+
+def replace_cell_text(page, index, text):
+    """Type `text` into a cell's editor in place of what it holds, as a student would paste it."""
+    editor = page.locator(".jp-Notebook .jp-Cell").nth(index).locator(".cm-content")
+    editor.click()
+    page.keyboard.press("Control+A")
+    page.keyboard.insert_text(text)
+
+
+def run_cells_up_to(page, last):
+    """Select cell `last`, run every cell above it from the Run menu, then run it."""
+    cell = page.locator(".jp-Notebook .jp-Cell").nth(last)
+    cell.locator(".jp-InputPrompt").click()
+    page.get_by_role("menuitem", name="Run", exact=True).click()
+    page.get_by_role("menuitem", name="Run All Above Selected Cell").click()
+    cell.locator(".jp-InputPrompt").click()
+    page.keyboard.press("Escape")
+    page.keyboard.press("Shift+Enter")
+
+
+def failing_output(page, index):
+    """The error output of cell `index` once it appears."""
+    output = page.locator(".jp-Notebook .jp-Cell").nth(index).locator(".jp-OutputArea-output")
+    output.last.wait_for(timeout=60_000)
+    return output.last
+
+
+def test_a_wrong_softmax_shows_its_message_first(browser, server):
+    page = open_lab(browser, server)
+    solution = cell_index(page, "YOUR CODE HERE")
+    test = solution + 1  # each solution cell is followed by its visible test
+    replace_cell_text(page, solution, WRONG_SOFTMAX)
+    run_cells_up_to(page, test)
+    output = failing_output(page, test)
+    expect(output).to_contain_text(MESSAGE, timeout=60_000)
+    lines = output.inner_text().splitlines()
+    assert any(MESSAGE in line for line in lines[:FIRST_LINES]), "\n".join(lines)
+    assert "grading.py" not in output.inner_text()
+    output.scroll_into_view_if_needed()
+    assert output.get_by_text(MESSAGE, exact=False).first.is_visible()
+    SCREENSHOTS.mkdir(exist_ok=True)
+    page.screenshot(path=SCREENSHOTS / "failing_test_cell.png")
+    print(f"error output: {len(lines)} lines; the message is on line "
+          f"{next(i for i, line in enumerate(lines) if MESSAGE in line) + 1}")  # fmt: skip
+    page.close()
+
+
+def test_validate_reports_the_failing_test(browser, server):
+    page = open_lab(browser, server)
+    solution = cell_index(page, "YOUR CODE HERE")
+    replace_cell_text(page, solution, WRONG_SOFTMAX)
+    page.get_by_role("button", name="Validate").first.click()
+    dialog = page.locator(".jp-Dialog")
+    dialog.wait_for(timeout=120_000)
+    expect(dialog).to_contain_text("fail", ignore_case=True, timeout=120_000)
+    verdict = dialog.inner_text()
+    SCREENSHOTS.mkdir(exist_ok=True)
+    page.screenshot(path=SCREENSHOTS / "validate.png")
+    assert MESSAGE in verdict, verdict[:2000]
+    page.close()
+
+
+def test_the_formgrader_lists_every_lab(browser, server):
+    url, token, _ = server
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    page.goto(f"{url}/formgrader?token={token}")
+    for assignment in paths.assignments():
+        expect(page.get_by_text(assignment, exact=True).first).to_be_visible(timeout=60_000)
+    SCREENSHOTS.mkdir(exist_ok=True)
+    page.screenshot(path=SCREENSHOTS / "formgrader.png")
+    page.close()
