@@ -18,7 +18,7 @@ from pathlib import Path
 from course import notebooks, paths
 from course.submissions import autograde, fill, scratch_course, solution_cells, submit
 
-LESSON_BENCHMARKS = ["course.bench_seq2seq", "course.bench_mha"]
+LESSON_BENCHMARKS = ["course.bench_seq2seq", "course.bench_mha", "course.bench_scale"]
 
 
 def execute_seconds(path):

@@ -120,6 +120,12 @@ FORBIDDEN_CALLS = {
         "multi_head_attention_forward",
         "scaled_dot_product_attention",
     },
+    "09_attention_at_scale": {
+        "scaled_dot_product_attention",
+        "MultiheadAttention",
+        "multi_head_attention_forward",
+        "logsumexp",
+    },
 }
 REVIEW_KEY = "course_review"
 

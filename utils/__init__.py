@@ -1,1 +1,1 @@
-"""Helpers that the course notebooks import: data, training, plots, display and grading checks."""
+"""Helpers that the course notebooks import: data, training, plots, display, memory, checks."""

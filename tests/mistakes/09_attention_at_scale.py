@@ -1,0 +1,223 @@
+"""Typical mistakes in lab 09: each must lose points and show the message that names it."""
+
+from course.submissions import Mistake
+
+# Correct solutions; each mistake below changes one part of one of them.
+_ONLINE_SOFTMAX = '''
+import torch
+
+
+def online_softmax(scores, chunk_size):
+    if chunk_size < 1:
+        raise ValueError(f"chunk_size must be at least 1, got {chunk_size}")
+    running_max = scores.new_full(scores.shape[:-1] + (1,), float("-inf"))
+    running_sum = scores.new_zeros(scores.shape[:-1] + (1,))
+    for start in range(0, scores.shape[-1], chunk_size):
+        chunk = scores[..., start:start + chunk_size]
+        new_max = torch.maximum(running_max, chunk.amax(dim=-1, keepdim=True))
+        safe_max = new_max.clamp(min=torch.finfo(scores.dtype).min)
+        running_sum = running_sum * torch.exp(running_max - safe_max) + torch.exp(
+            chunk - safe_max).sum(-1, keepdim=True)
+        running_max = new_max
+    return torch.exp(scores - running_max) / running_sum
+'''
+
+_CHUNKED_ATTENTION = '''
+import math
+
+import torch
+
+
+def chunked_attention(query, keys, values, chunk_size, causal=False):
+    if chunk_size < 1:
+        raise ValueError(f"chunk_size must be at least 1, got {chunk_size}")
+    batch, length_q, _ = query.shape
+    length_k = keys.shape[1]
+    if causal and length_q != length_k:
+        raise ValueError(f"causal=True needs Lq == Lk, got Lq={length_q} and Lk={length_k}")
+    query = query / math.sqrt(query.shape[-1])
+    running_max = query.new_full((batch, length_q, 1), float("-inf"))
+    running_sum = query.new_zeros((batch, length_q, 1))
+    output = query.new_zeros((batch, length_q, values.shape[-1]))
+    rows = torch.arange(length_q)[:, None]
+    for start in range(0, length_k, chunk_size):
+        scores = query @ keys[:, start:start + chunk_size].transpose(1, 2)
+        if causal:
+            columns = start + torch.arange(scores.shape[-1])
+            scores = scores.masked_fill(columns > rows, float("-inf"))
+        new_max = torch.maximum(running_max, scores.amax(dim=-1, keepdim=True))
+        rescale = torch.exp(running_max - new_max)
+        weights = torch.exp(scores - new_max)
+        running_sum = running_sum * rescale + weights.sum(dim=-1, keepdim=True)
+        output = output * rescale + weights @ values[:, start:start + chunk_size]
+        running_max = new_max
+    logsumexp = running_max + torch.log(running_sum)
+    return output / running_sum, logsumexp.squeeze(-1)
+'''
+
+_KV_CACHE = '''
+import math
+
+import torch
+from torch import nn
+
+
+class KVCache:
+    def __init__(self):
+        self.keys = None
+        self.values = None
+
+    def length(self):
+        return 0 if self.keys is None else self.keys.shape[1]
+
+    def append(self, keys, values):
+        if self.keys is None:
+            self.keys, self.values = keys, values
+        else:
+            self.keys = torch.cat([self.keys, keys], dim=1)
+            self.values = torch.cat([self.values, values], dim=1)
+        return self.keys, self.values
+
+
+class CachedSelfAttention(nn.Module):
+    def __init__(self, d_model):
+        super().__init__()
+        self.w_q = nn.Linear(d_model, d_model)
+        self.w_k = nn.Linear(d_model, d_model)
+        self.w_v = nn.Linear(d_model, d_model)
+        self.w_o = nn.Linear(d_model, d_model)
+
+    def forward(self, x, cache=None):
+        first = 0 if cache is None else cache.length()
+        query = self.w_q(x)
+        keys, values = self.w_k(x), self.w_v(x)
+        if cache is not None:
+            keys, values = cache.append(keys, values)
+        rows = first + torch.arange(x.shape[1])[:, None]
+        allowed = torch.arange(keys.shape[1]) <= rows
+        scores = query @ keys.transpose(1, 2) / math.sqrt(x.shape[-1])
+        weights = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)
+        return self.w_o(weights @ values), weights
+'''
+
+
+def _with(code, *replacements):
+    """`code` with each text `old` of the pairs (old, new) replaced by `new`."""
+    for old, new in zip(replacements[::2], replacements[1::2], strict=True):
+        if code.count(old) != 1:
+            raise ValueError(f"{old!r} is not exactly once in the code")
+        code = code.replace(old, new)
+    return code
+
+
+MISTAKES = [
+    Mistake(
+        name="softmax_sum_not_rescaled",
+        cell="online_softmax",
+        code=_with(_ONLINE_SOFTMAX, "running_sum * torch.exp(running_max - safe_max)",
+                   "running_sum"),
+        message="did not rescale the running sum when the maximum grew",
+    ),
+    Mistake(
+        name="softmax_max_of_chunk_only",
+        cell="online_softmax",
+        code=_with(_ONLINE_SOFTMAX,
+                   "torch.maximum(running_max, chunk.amax(dim=-1, keepdim=True))",
+                   "chunk.amax(dim=-1, keepdim=True)"),
+        message="the largest score seen so far, over every chunk",
+    ),
+    Mistake(
+        name="softmax_nan_on_masked_chunk",
+        cell="online_softmax",
+        code=_with(_ONLINE_SOFTMAX,
+                   "new_max.clamp(min=torch.finfo(scores.dtype).min)", "new_max"),
+        message="exp(-inf - (-inf)) is NaN",
+    ),
+    Mistake(
+        name="softmax_does_not_validate",
+        cell="online_softmax",
+        code=_with(_ONLINE_SOFTMAX, '''    if chunk_size < 1:
+        raise ValueError(f"chunk_size must be at least 1, got {chunk_size}")
+''', ""),
+        message="online_softmax(scores, 0) raised ValueError but its message",
+    ),
+    Mistake(
+        name="attention_nothing_rescaled",
+        cell="chunked_attention",
+        code=_with(_CHUNKED_ATTENTION, "running_sum * rescale +", "running_sum +",
+                   "output * rescale +", "output +"),
+        message="rescaled neither the running sum nor the output accumulator",
+    ),
+    Mistake(
+        name="attention_output_not_rescaled",
+        cell="chunked_attention",
+        code=_with(_CHUNKED_ATTENTION, "output * rescale +", "output +"),
+        message="rescaled the running sum but not the output accumulator",
+    ),
+    Mistake(
+        name="attention_causal_offset",
+        cell="chunked_attention",
+        code=_with(_CHUNKED_ATTENTION, "columns = start + torch.arange(scores.shape[-1])",
+                   "columns = torch.arange(scores.shape[-1])"),
+        message="compared the query positions with the key positions inside the block",
+    ),
+    Mistake(
+        name="attention_logsumexp_without_max",
+        cell="chunked_attention",
+        code=_with(_CHUNKED_ATTENTION, "logsumexp = running_max + torch.log(running_sum)",
+                   "logsumexp = torch.log(running_sum)"),
+        message="returned log(running sum) without adding the running maximum back",
+    ),
+    Mistake(
+        name="attention_all_scores_at_once",
+        cell="chunked_attention",
+        code=_with(_CHUNKED_ATTENTION,
+                   "    for start in range(0, length_k, chunk_size):\n"
+                   "        scores = query @ keys[:, start:start + chunk_size].transpose(1, 2)\n",
+                   "    all_scores = query @ keys.transpose(1, 2)\n"
+                   "    for start in range(0, length_k, chunk_size):\n"
+                   "        scores = all_scores[:, :, start:start + chunk_size]\n"),
+        message="never query @ keys.transpose(1, 2) with all the keys",
+    ),
+    Mistake(
+        name="attention_causal_does_not_validate",
+        cell="chunked_attention",
+        code=_with(_CHUNKED_ATTENTION, '''    if causal and length_q != length_k:
+        raise ValueError(f"causal=True needs Lq == Lk, got Lq={length_q} and Lk={length_k}")
+''', ""),
+        message="chunked_attention with causal=True, Lq=5 and Lk=7 did not raise ValueError",
+    ),
+    Mistake(
+        name="cache_stores_queries",
+        cell="kv_cache",
+        code=_with(_KV_CACHE, "keys, values = cache.append(keys, values)",
+                   "keys, values = cache.append(query, values)"),
+        message="stored the projected queries in the cache instead of the keys",
+    ),
+    Mistake(
+        name="cache_positions_restart",
+        cell="kv_cache",
+        code=_with(_KV_CACHE, "rows = first + torch.arange(x.shape[1])[:, None]",
+                   "rows = torch.arange(x.shape[1])[:, None]"),
+        message="restarted the positions at 0 in every step",
+    ),
+    Mistake(
+        name="cache_attends_new_tokens_only",
+        cell="kv_cache",
+        code=_with(_KV_CACHE, "keys, values = cache.append(keys, values)",
+                   "cache.append(keys, values)"),
+        message="attended only to the new tokens of the step",
+    ),
+    Mistake(
+        name="cache_kept_on_the_layer",
+        cell="kv_cache",
+        code=_with(_KV_CACHE, '''        first = 0 if cache is None else cache.length()
+''', '''        if cache is not None:
+            if getattr(self, "cache", None) is None:
+                self.cache = cache
+            cache = self.cache
+        first = 0 if cache is None else cache.length()
+'''),
+        message="each sequence has its own cache",
+    ),
+]
