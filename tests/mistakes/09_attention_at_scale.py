@@ -192,7 +192,7 @@ MISTAKES = [
         cell="kv_cache",
         code=_with(_KV_CACHE, "keys, values = cache.append(keys, values)",
                    "keys, values = cache.append(query, values)"),
-        message="stored the projected queries in the cache instead of the keys",
+        message="stored the projected queries in the cache, not the keys",
     ),
     Mistake(
         name="cache_positions_restart",
