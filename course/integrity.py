@@ -119,6 +119,7 @@ FORBIDDEN_CALLS = {
         "multi_head_attention_forward",
         "scaled_dot_product_attention",
     },
+    "08_transformer_block": {"TransformerEncoderLayer", "TransformerEncoder"},
 }
 REVIEW_KEY = "course_review"
 
