@@ -6,7 +6,8 @@
   `..._unforked` the same with kernels started the ordinary way instead of forked
   (`course.fastkernel`);
 * `autograde_seconds_per_submission_<lab>`: the same for a class of 4 submissions of each lab;
-* the figures of the lesson benchmarks (`course.bench_seq2seq`, `course.bench_mha`).
+* the figures of the lesson benchmarks (`course.bench_seq2seq`, `course.bench_mha`,
+  `course.bench_transformer`).
 """
 
 import argparse
@@ -18,7 +19,12 @@ from pathlib import Path
 from course import notebooks, paths
 from course.submissions import autograde, fill, scratch_course, solution_cells, submit
 
-LESSON_BENCHMARKS = ["course.bench_seq2seq", "course.bench_mha", "course.bench_scale"]
+LESSON_BENCHMARKS = [
+    "course.bench_seq2seq",
+    "course.bench_mha",
+    "course.bench_transformer",
+    "course.bench_scale",
+]
 
 
 def execute_seconds(path):

@@ -120,6 +120,7 @@ FORBIDDEN_CALLS = {
         "multi_head_attention_forward",
         "scaled_dot_product_attention",
     },
+    "08_transformer_block": {"TransformerEncoderLayer", "TransformerEncoder"},
     "09_attention_at_scale": {
         "scaled_dot_product_attention",
         "MultiheadAttention",

@@ -1,0 +1,172 @@
+"""A tiny causal transformer that learns to reverse digit sequences, with its data and trainer.
+
+A sequence is `length` digits, a separator, then the same digits reversed:
+`3 1 4 1 5 | 5 1 4 1 3`. The model reads the sequence left to right and predicts each next token;
+only its predictions of the reversed digits count. Knowing *which* digit comes next needs the
+order of the input, so a model without position information cannot do it.
+
+The model is a stack of PyTorch's `nn.TransformerEncoderLayer` (pre-LayerNorm) under a causal
+mask. Its position information is chosen by the caller: none, a learned table, or a fixed
+(max_len, d_model) table of encodings added to the token embeddings.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import torch
+from torch import nn
+
+DIGITS = 10
+SEPARATOR = 10  # the token between the digits and their reversal
+VOCAB_SIZE = 11
+
+
+def _check_positive_int(value, name: str) -> int:
+    """Return value as an int, or raise ValueError if it is not a positive integer."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def _check_seed(value) -> int:
+    """Return value as an int, or raise ValueError if it is not a non-negative integer."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {value!r}")
+    return int(value)
+
+
+def reversal_data(n, length, seed) -> torch.Tensor:
+    """n sequences `digits, SEPARATOR, reversed digits` as tokens (n, 2 * length + 1)."""
+    n, length = _check_positive_int(n, "n"), _check_positive_int(length, "length")
+    rng = np.random.default_rng(_check_seed(seed))
+    digits = rng.integers(0, DIGITS, size=(n, length))  # (n, length)
+    separator = np.full((n, 1), SEPARATOR)  # (n, 1)
+    tokens = np.concatenate([digits, separator, digits[:, ::-1]], axis=1)  # (n, 2 * length + 1)
+    return torch.from_numpy(tokens).long()
+
+
+def causal_mask(length) -> torch.Tensor:
+    """(L, L) boolean mask, True where query i may attend to key j, i.e. j <= i."""
+    length = _check_positive_int(length, "length")
+    return torch.ones(length, length, dtype=torch.bool).tril()
+
+
+class TinyCausalLM(nn.Module):
+    """Token embedding + positions + n_layers pre-LN encoder layers under a causal mask + head.
+
+    `positions` is "none", "learned" (an nn.Embedding of max_len rows), or a (max_len, d_model)
+    tensor of fixed encodings, added to the token embeddings.
+    """
+
+    def __init__(self, d_model=64, n_heads=4, n_layers=1, d_ff=128, max_len=32, positions="none"):
+        super().__init__()
+        self.max_len = _check_positive_int(max_len, "max_len")
+        self.embed = nn.Embedding(VOCAB_SIZE, d_model)
+        self.learned = None
+        if isinstance(positions, torch.Tensor):
+            if tuple(positions.shape) != (max_len, d_model):
+                raise ValueError(
+                    f"positions must be a (max_len, d_model) = {(max_len, d_model)} table, "
+                    f"got {tuple(positions.shape)}"
+                )
+            self.register_buffer("table", positions.detach().float().clone())
+        elif positions == "learned":
+            self.table = None
+            self.learned = nn.Embedding(max_len, d_model)
+        elif positions == "none":
+            self.table = None
+        else:
+            raise ValueError(f"positions must be 'none', 'learned' or a tensor, got {positions!r}")
+        self.layers = nn.ModuleList(
+            nn.TransformerEncoderLayer(
+                d_model, n_heads, d_ff, dropout=0.0, norm_first=True, batch_first=True
+            )
+            for _ in range(_check_positive_int(n_layers, "n_layers"))
+        )
+        self.norm = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, VOCAB_SIZE)
+
+    def inputs(self, tokens) -> torch.Tensor:
+        """Token embeddings plus position information: tokens (N, L) -> (N, L, D)."""
+        length = tokens.shape[1]
+        if length > self.max_len:
+            raise ValueError(f"sequences of length {length} exceed max_len={self.max_len}")
+        x = self.embed(tokens)  # (N, L, D)
+        if self.table is not None:
+            x = x + self.table[:length]  # (L, D) broadcasts over the batch
+        if self.learned is not None:
+            x = x + self.learned(torch.arange(length))  # (L, D)
+        return x
+
+    def forward(self, tokens) -> torch.Tensor:
+        """Next-token logits (N, L, VOCAB_SIZE) for tokens (N, L); position i sees tokens <= i."""
+        x = self.inputs(tokens)
+        forbidden = ~causal_mask(tokens.shape[1])  # (L, L): torch's masks are True = may NOT
+        for layer in self.layers:
+            x = layer(x, src_mask=forbidden)
+        return self.head(self.norm(x))
+
+
+def attention_weights(model: TinyCausalLM, tokens) -> torch.Tensor:
+    """Per-layer, per-head weights (n_layers, N, heads, L, L) of the model on tokens (N, L)."""
+    forbidden = ~causal_mask(tokens.shape[1])  # (L, L): True = may NOT attend
+    maps = []
+    with torch.no_grad():
+        x = model.inputs(tokens)
+        for layer in model.layers:
+            normed = layer.norm1(x)  # the attention of a pre-LN layer reads the normalised x
+            _, weights = layer.self_attn(
+                normed, normed, normed, attn_mask=forbidden, average_attn_weights=False
+            )
+            maps.append(weights)  # (N, heads, L, L)
+            x = layer(x, src_mask=forbidden)
+    return torch.stack(maps)
+
+
+def reversal_logits(model, tokens) -> torch.Tensor:
+    """Logits (N, length, VOCAB_SIZE) of the predictions of the reversed digits."""
+    length = (tokens.shape[1] - 1) // 2
+    logits = model(tokens[:, :-1])  # (N, 2 * length, V): position i predicts token i + 1
+    return logits[:, length:]  # from the separator on: the reversed digits
+
+
+def reversal_accuracy(model, tokens) -> tuple[float, float]:
+    """(exact-match rate, per-digit accuracy) on the reversed digits, teacher-forced.
+
+    With teacher forcing, a sequence is all right exactly when greedy generation would get it
+    all right, so the exact-match rate is that of greedy generation.
+    """
+    length = (tokens.shape[1] - 1) // 2
+    was_training = model.training
+    model.eval()
+    with torch.no_grad():
+        predicted = reversal_logits(model, tokens).argmax(dim=-1)  # (N, length)
+    model.train(was_training)
+    correct = predicted == tokens[:, length + 1 :]  # (N, length)
+    return correct.all(dim=1).float().mean().item(), correct.float().mean().item()
+
+
+def train_reversal(model, train_tokens, steps=250, batch_size=128, lr=3e-3, seed=0):
+    """Train with Adam on minibatches of train_tokens (n, 2L+1); returns (losses, seconds)."""
+    steps = _check_positive_int(steps, "steps")
+    batch_size = _check_positive_int(batch_size, "batch_size")
+    generator = torch.Generator().manual_seed(_check_seed(seed))
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=lr, total_steps=steps)
+    loss_fn = nn.CrossEntropyLoss()
+    length = (train_tokens.shape[1] - 1) // 2
+    losses = []
+    model.train()
+    start = time.perf_counter()
+    for _ in range(steps):
+        batch = train_tokens[torch.randint(len(train_tokens), (batch_size,), generator=generator)]
+        logits = reversal_logits(model, batch)  # (B, length, V)
+        loss = loss_fn(logits.reshape(-1, VOCAB_SIZE), batch[:, length + 1 :].reshape(-1))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        schedule.step()
+        losses.append(loss.item())
+    return losses, time.perf_counter() - start
