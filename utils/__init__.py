@@ -1,1 +1,2 @@
-"""Helpers that the course notebooks import: data, training, plots, display, memory, checks."""
+"""Helpers that the course notebooks import: data, training, seq2seq, transformer, plots, display,
+memory, checks."""
