@@ -32,7 +32,7 @@ c.Autograde.autograde_preprocessors = [
     "course.judge.JudgeExecute",
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
-    "course.feedback.LimitOutputSize",
+    "course.output_limits.LimitOutputSize",
     "nbgrader.preprocessors.SaveAutoGrades",
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",

@@ -67,14 +67,14 @@ def block_ratio(namespace, repeats, warmup, seed):
 
 def toy_lm(namespace, seeds=TOY_SEEDS):
     """Median exact match and training seconds of the lecture's reversal model over seeds."""
-    table = namespace["sinusoidal_positions"](32, 64)  # (max_len, D): the lab's encodings
+    table = namespace["sinusoidal_positions"](32, 64)  # (max_length, D): the lab's encodings
     train_tokens = reversal_data(10_000, TOY_LENGTH, seed=1)
     test_tokens = reversal_data(2_000, TOY_LENGTH, seed=2)
     exact, seconds = [], []
     with torch.random.fork_rng():
         for seed in seeds:
             torch.manual_seed(seed)
-            model = TinyCausalLM(max_len=32, positions=table)
+            model = TinyCausalLM(max_length=32, positions=table)
             _, elapsed = train_reversal(model, train_tokens, seed=seed)
             exact.append(reversal_accuracy(model, test_tokens)[0])
             seconds.append(elapsed)

@@ -161,7 +161,7 @@ def collect_student(root, assignment, student, entries, report):
     latest = [(f, d) for f, d in submitted if d.attempt == attempts[-1]]
     if len(attempts) > 1:
         report.latest.append(f"{label}: {len(attempts)} attempts, kept {attempts[-1]}")
-    folder = Path(root) / "submitted" / student / assignment
+    folder = paths.submitted(root, student, assignment)
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     names = [PurePosixPath(d.original).name for _, d in latest]

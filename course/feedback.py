@@ -1,7 +1,6 @@
-"""nbgrader preprocessors for autograded notebooks and the feedback students see."""
+"""nbgrader preprocessor for the feedback students see: hidden tests show results, not code."""
 
-from nbgrader.preprocessors import LimitOutput, NbGraderPreprocessor
-from traitlets import Integer
+from nbgrader.preprocessors import NbGraderPreprocessor
 
 from course.notebooks import HIDDEN_TESTS
 
@@ -22,21 +21,4 @@ class HideHiddenTests(NbGraderPreprocessor):
             for output in cell.get("outputs", []):
                 if output.output_type == "error":
                     output.traceback = [f"{output.ename}: {output.evalue}"]
-        return cell, resources
-
-
-class LimitOutputSize(LimitOutput):
-    """nbgrader's line limit, plus a limit on the characters of each text output."""
-
-    max_characters = Integer(100_000, help="Longest text output kept, in characters").tag(
-        config=True
-    )
-
-    def preprocess_cell(self, cell, resources, index):
-        """Cut the outputs of one cell to the line and character limits."""
-        cell, resources = super().preprocess_cell(cell, resources, index)
-        for output in cell.get("outputs", []):
-            if output.output_type == "stream" and len(output.text) > self.max_characters:
-                cut = len(output.text) - self.max_characters
-                output.text = output.text[: self.max_characters] + f"\n... ({cut} characters cut)\n"
         return cell, resources

@@ -13,13 +13,15 @@ import csv
 import shutil
 import statistics
 import sys
+import tempfile
 from pathlib import Path
 
 from nbgrader.api import Gradebook, MissingEntry
 
 from course import integrity, lms, notebooks, paths
 from course.collect import collect_export, read_manifest
-from course.release import generate_release, nbgrader
+from course.nbgrader_run import nbgrader
+from course.release import generate_release
 
 GRADES_CSV = "grades.csv"
 UPLOAD = "upload"  # what goes back to the LMS: upload/<assignment>/
@@ -27,7 +29,7 @@ UPLOAD = "upload"  # what goes back to the LMS: upload/<assignment>/
 
 def gradebook(root=paths.ROOT):
     """Open the course's SQLite gradebook (gradebook.db at the course root)."""
-    return Gradebook(f"sqlite:///{Path(root) / 'gradebook.db'}")
+    return Gradebook(paths.gradebook_url(root))
 
 
 def submitted_students(assignment, root=paths.ROOT):
@@ -44,8 +46,9 @@ def ensure_in_gradebook(assignment, root=paths.ROOT):
             known = bool(book.find_assignment(assignment).notebooks)
         except MissingEntry:
             known = False
-    if not known:
-        generate_release(root, assignment)
+    if not known:  # generate_assignment records it; the student version goes to a scratch folder
+        with tempfile.TemporaryDirectory() as scratch:
+            generate_release(root, assignment, release_directory=scratch)
 
 
 def discard_unfinished(assignment, students, root=paths.ROOT):
@@ -56,7 +59,7 @@ def discard_unfinished(assignment, students, root=paths.ROOT):
     """
     notebook = paths.lab_filename(assignment)
     for student in students:
-        folder = Path(root) / "autograded" / student / assignment
+        folder = paths.autograded(root, student, assignment)
         if folder.is_dir() and not executed(folder / notebook):
             shutil.rmtree(folder)
 
@@ -83,11 +86,11 @@ def autograde(assignment, root=paths.ROOT):
     lines = [summary(assignment, students, root)]
     notebook = paths.lab_filename(assignment)
     for student in students:
-        folder = Path(root) / "submitted" / student / assignment
+        folder = paths.submitted(root, student, assignment)
         if not (folder / notebook).exists():
             found = ", ".join(sorted(p.name for p in folder.glob("*.ipynb"))) or "no notebook"
             lines.append(f"  {student}: not graded, no {notebook} in {folder} (found: {found})")
-        elif not executed(Path(root) / "autograded" / student / assignment / notebook):
+        elif not executed(paths.autograded(root, student, assignment) / notebook):
             lines.append(
                 f"  {student}: not graded, the notebook could not be run to the end "
                 "(the kernel died or nbgrader failed: see its log below); scores 0"
@@ -105,7 +108,7 @@ def reviewed(assignment, students, root):
     lines = []
     notebook = paths.lab_filename(assignment)
     for student in students:
-        path = Path(root) / "autograded" / student / assignment / notebook
+        path = paths.autograded(root, student, assignment) / notebook
         if executed(path):
             findings = notebooks.read(path).metadata.get(integrity.REVIEW_KEY, [])
             lines.extend(f"  {student}: {finding}" for finding in findings)
@@ -118,7 +121,7 @@ def summary(assignment, students, root):
     """Students graded and their mean score for one lab."""
     notebook = paths.lab_filename(assignment)
     graded = [
-        s for s in students if (Path(root) / "autograded" / s / assignment / notebook).exists()
+        s for s in students if (paths.autograded(root, s, assignment) / notebook).exists()
     ]
     with gradebook(root) as book:
         maximum = book.find_assignment(assignment).max_score
@@ -245,7 +248,7 @@ def lms_scores(assignment, manifest, root=paths.ROOT):
                 submission = book.find_submission(assignment, student)
             except MissingEntry:
                 submission = None
-            graded = Path(root) / "autograded" / student / assignment / notebook
+            graded = paths.autograded(root, student, assignment) / notebook
             if submission is None or not executed(graded):
                 not_graded.add(record["lms_id"])
                 continue

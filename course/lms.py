@@ -24,7 +24,7 @@ from pathlib import Path, PurePosixPath
 
 import nbformat
 
-from course import notebooks
+from course import notebooks, paths
 from course.feedback import HideHiddenTests
 
 LMS_NAMES = {"canvas": "Canvas", "moodle": "Moodle", "blackboard": "Blackboard"}
@@ -342,7 +342,7 @@ def feedback_entries(student_id, record, root, assignment, grades):
         return []
     lab = Path(record["collected_as"])
     if record["lms"] == "canvas":
-        autograded = Path(root) / "autograded" / student_id / assignment / lab.name
+        autograded = paths.autograded(root, student_id, assignment) / lab.name
         if not autograded.exists():
             return []
         nb = feedback_notebook(autograded, grades, assignment)

@@ -23,3 +23,18 @@ def lab_filename(assignment):
 def lecture_notebooks(root=ROOT):
     """Paths of the lecture notebooks, in order."""
     return sorted((Path(root) / "notebooks").glob("*.ipynb"))
+
+
+def gradebook_url(root=ROOT):
+    """The SQLAlchemy URL of the course's gradebook, gradebook.db at the course root."""
+    return f"sqlite:///{Path(root) / 'gradebook.db'}"
+
+
+def submitted(root, student, assignment):
+    """The folder nbgrader reads a student's collected submission of a lab from."""
+    return Path(root) / "submitted" / student / assignment
+
+
+def autograded(root, student, assignment):
+    """The folder nbgrader writes a student's autograded lab to."""
+    return Path(root) / "autograded" / student / assignment

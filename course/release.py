@@ -4,29 +4,21 @@ Usage, from the repository root: ``python -m course.release [ASSIGNMENT ...]``
 """
 
 import argparse
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from course import notebooks, paths
+from course.nbgrader_run import nbgrader
 
 
-def nbgrader(args, course_root, check=True):
-    """Run an nbgrader command with the course root as working directory."""
-    command = [sys.executable, "-m", "nbgrader", *args]
-    # nbgrader runs the `alembic` executable that sits beside this interpreter.
-    env = dict(
-        os.environ, PATH=os.pathsep.join([os.path.dirname(sys.executable), os.environ["PATH"]])
-    )
-    return subprocess.run(
-        command, cwd=course_root, check=check, capture_output=True, text=True, env=env
-    )
+def generate_release(course_root, assignment, release_directory=None):
+    """Write release/<assignment>/ with nbgrader (and register the assignment in the gradebook).
 
-
-def generate_release(course_root, assignment):
-    """Write release/<assignment>/ with nbgrader (and register the assignment in the gradebook)."""
-    result = nbgrader(["generate_assignment", assignment, "--force"], course_root, check=False)
+    With `release_directory`, the student version goes there instead of release/.
+    """
+    args = ["generate_assignment", assignment, "--force"]
+    if release_directory is not None:
+        args.append(f"--CourseDirectory.release_directory={release_directory}")
+    result = nbgrader(args, course_root, check=False)
     if result.returncode != 0:
         raise RuntimeError(f"nbgrader generate_assignment {assignment} failed:\n{result.stderr}")
 

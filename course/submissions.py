@@ -12,7 +12,8 @@ from pathlib import Path
 from nbgrader.api import Gradebook
 
 from course import notebooks, paths
-from course.release import generate_release, nbgrader
+from course.nbgrader_run import nbgrader
+from course.release import generate_release
 
 
 @dataclass(frozen=True)
@@ -83,7 +84,7 @@ def scratch_course(directory, assignments):
 
 def submit(course_root, assignment, student, nb, filename=None):
     """Place a notebook where nbgrader expects a collected submission."""
-    folder = Path(course_root) / "submitted" / student / assignment
+    folder = paths.submitted(course_root, student, assignment)
     notebooks.write(nb, folder / (filename or paths.lab_filename(assignment)))
 
 
@@ -97,8 +98,7 @@ def autograde(course_root, assignment):
 
 def autograded_scores(course_root, assignment):
     """Map student -> (autograded score, autograded maximum) from the gradebook."""
-    url = f"sqlite:///{Path(course_root) / 'gradebook.db'}"
-    with Gradebook(url) as gradebook:
+    with Gradebook(paths.gradebook_url(course_root)) as gradebook:
         maximum = gradebook.find_assignment(assignment).max_code_score
         return {
             submission.student.id: (submission.code_score, maximum)
@@ -108,14 +108,13 @@ def autograded_scores(course_root, assignment):
 
 def cell_scores(course_root, assignment, student):
     """Map grade_id -> score of each graded cell of a student's submission."""
-    url = f"sqlite:///{Path(course_root) / 'gradebook.db'}"
     notebook = Path(paths.lab_filename(assignment)).stem
-    with Gradebook(url) as gradebook:
+    with Gradebook(paths.gradebook_url(course_root)) as gradebook:
         submission = gradebook.find_submission_notebook(notebook, assignment, student)
         return {grade.name: grade.score for grade in submission.grades}
 
 
 def autograded_text(course_root, assignment, student):
     """All text output of a student's autograded notebook, errors included."""
-    path = Path(course_root) / "autograded" / student / assignment / paths.lab_filename(assignment)
+    path = paths.autograded(course_root, student, assignment) / paths.lab_filename(assignment)
     return notebooks.output_text(notebooks.read(path))

@@ -73,7 +73,7 @@ def test_mistake_loses_points_and_is_named(assignment, mistake, tmp_path_factory
     assert mistake.message in text, (
         f"{mistake.message!r} not shown; the output was:\n{text[-3000:]}"
     )
-    path = root / "autograded" / student_id(mistake) / assignment / paths.lab_filename(assignment)
+    path = paths.autograded(root, student_id(mistake), assignment) / paths.lab_filename(assignment)
     lines = next(error_lines(notebooks.read(path), mistake.message))
     first = next(number for number, line in enumerate(lines) if mistake.message in line)
     assert len(lines) <= MAX_ERROR_LINES and first < MESSAGE_WITHIN, "\n".join(lines)

@@ -175,3 +175,49 @@ def test_test_cells_compare_only_through_the_grading_checks(assignment):
             grade_id = notebooks.nbgrader_meta(cell)["grade_id"]
             for comparison in UNGUARDED_COMPARISONS:
                 assert comparison not in cell.source, f"{assignment}/{grade_id} uses {comparison}"
+
+
+# The answer stays in the lab: lines of a solution that are long enough to be the answer
+MIN_ANSWER_LINE = 25
+LECTURE_SHARE = 0.25
+
+
+def answer_lines(text):
+    """The stripped lines of code in `text` long enough to give an answer away (no comments)."""
+    lines = (line.strip() for line in text.splitlines())
+    return {line for line in lines if len(line) >= MIN_ANSWER_LINE and not line.startswith("#")}
+
+
+def solution_lines(assignment):
+    """The answer lines of a lab's solution cells."""
+    found = set()
+    for cell in source_notebook(assignment).cells:
+        if cell.cell_type == "code" and notebooks.nbgrader_meta(cell).get("solution"):
+            found |= answer_lines(cell.source)
+    return found
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_no_solution_line_is_in_utils(assignment):
+    utils = answer_lines("\n".join(p.read_text() for p in (paths.ROOT / "utils").glob("*.py")))
+    shared = sorted(solution_lines(assignment) & utils)
+    assert not shared, f"{assignment}: utils/ holds lines of the solution: {shared}"
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_lectures_show_the_idea_not_the_labs_lines(assignment):
+    lectures = [p for p in paths.lecture_notebooks() if p.name[:2] <= assignment[:2]]
+    shown = answer_lines(
+        "\n".join(
+            cell.source
+            for path in lectures
+            for cell in notebooks.read(path).cells
+            if cell.cell_type == "code"
+        )
+    )
+    solution = solution_lines(assignment)
+    shared = sorted(solution & shown)
+    assert len(shared) <= LECTURE_SHARE * len(solution), (
+        f"{assignment}: {len(shared)} of {len(solution)} solution lines are in its lecture or an "
+        f"earlier one: {shared}"
+    )

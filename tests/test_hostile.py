@@ -220,7 +220,7 @@ def graded_course(folder, submissions, config=""):
     with open(root / "nbgrader_config.py", "a") as handle:
         handle.write(f"\nc.Execute.timeout = {CELL_LIMIT_SECONDS}\n{config}")
     for student, files in submissions(release_notebook(root), solution_cells(LAB)).items():
-        (root / "submitted" / student / LAB).mkdir(parents=True, exist_ok=True)
+        paths.submitted(root, student, LAB).mkdir(parents=True, exist_ok=True)
         for filename, nb in files.items():
             submit(root, LAB, student, nb, filename=filename)
     start = time.perf_counter()
@@ -267,7 +267,7 @@ def total(course, student):
 
 def autograded_output(course, student):
     """The text outputs of a student's autograded notebook."""
-    path = course["root"] / "autograded" / student / LAB / NOTEBOOK
+    path = paths.autograded(course["root"], student, LAB) / NOTEBOOK
     return notebooks.output_text(notebooks.read(path))
 
 
@@ -307,7 +307,7 @@ def test_lab_autograde_finishes_in_bounded_time(course):
 def test_edited_tests_are_restored_with_their_points(course):
     cells = scores(course, "edited_tests")
     assert sum(cells.values()) == 0
-    with Gradebook(f"sqlite:///{course['root'] / 'gradebook.db'}") as gradebook:
+    with Gradebook(paths.gradebook_url(course["root"])) as gradebook:
         assert gradebook.find_assignment(LAB).max_code_score == 8
     assert "all tests passed" not in autograded_output(course, "edited_tests")
 
@@ -335,7 +335,7 @@ def test_summary_lists_refused_cells_and_forbidden_calls(course):
 
 def test_huge_output_is_graded_and_cut(course):
     assert total(course, "huge_output") == 8
-    autograded = course["root"] / "autograded" / "huge_output" / LAB / NOTEBOOK
+    autograded = paths.autograded(course["root"], "huge_output", LAB) / NOTEBOOK
     assert autograded.stat().st_size < 1_000_000
 
 
@@ -424,7 +424,7 @@ def test_a_kernel_that_dies_costs_only_the_tests_that_need_the_dead_code(open_ke
         assert all(cells[t] == 0 for t in SOFTMAX_TESTS), (student, cells)
         assert cells["test_log_softmax_visible"] == 1 and cells["test_log_softmax_hidden"] == 2
     root = open_kernel["root"]
-    path = root / "autograded" / "crashes_at_top_level" / LAB / NOTEBOOK
+    path = paths.autograded(root, "crashes_at_top_level", LAB) / NOTEBOOK
     assert "The kernel died while running this cell" in notebooks.output_text(notebooks.read(path))
 
 
@@ -433,7 +433,7 @@ def test_hidden_test_code_never_reaches_the_kernel_or_the_feedback(open_kernel):
     assert result.returncode == 0, result.stderr
     student = open_kernel["root"] / "feedback" / "echoes_cells" / LAB / "01_softmax_lab.html"
     root = open_kernel["root"]
-    autograded = notebooks.read(root / "autograded" / "echoes_cells" / LAB / NOTEBOOK)
+    autograded = notebooks.read(paths.autograded(root, "echoes_cells", LAB) / NOTEBOOK)
     texts = [student.read_text(), notebooks.output_text(autograded)]
     for hidden_line in ["generator = torch.Generator().manual_seed(101)", "extreme = torch.tensor"]:
         assert all(hidden_line not in text for text in texts)
@@ -452,7 +452,7 @@ def test_hidden_test_code_never_reaches_the_kernel_or_the_feedback(open_kernel):
 
 
 def test_grades_csv_has_one_row_per_student_with_manual_grades(course):
-    url = f"sqlite:///{course['root'] / 'gradebook.db'}"
+    url = paths.gradebook_url(course["root"])
     with Gradebook(url) as gradebook:
         grade = gradebook.find_grade("written_stability", Path(NOTEBOOK).stem, LAB, "honest")
         grade.manual_score = 2
@@ -491,7 +491,7 @@ def test_autograde_killed_midway_resumes_without_losing_or_repeating(tmp_path):
     process = subprocess.Popen(
         command, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
-    second = root / "autograded" / "b_second" / LAB / NOTEBOOK
+    second = paths.autograded(root, "b_second", LAB) / NOTEBOOK
     deadline = time.monotonic() + 120
     while not second.exists() and time.monotonic() < deadline:  # first done, second started
         time.sleep(0.1)
@@ -532,6 +532,7 @@ def test_collect_reads_lms_file_names_and_reports_unreadable_ones(tmp_path):
     result = run_instructor(root, "collect", LAB)
     assert result.returncode == 1
     assert "NOT collected" in result.stdout and NOTEBOOK in result.stdout
-    assert (root / "submitted" / "ada" / LAB / NOTEBOOK).exists()
-    assert (root / "submitted" / "bob.smith" / LAB / NOTEBOOK).exists()
-    assert "2026-10-01 14:30:05" in (root / "submitted" / "ada" / LAB / "timestamp.txt").read_text()
+    assert (paths.submitted(root, "ada", LAB) / NOTEBOOK).exists()
+    assert (paths.submitted(root, "bob.smith", LAB) / NOTEBOOK).exists()
+    timestamp = paths.submitted(root, "ada", LAB) / "timestamp.txt"
+    assert "2026-10-01 14:30:05" in timestamp.read_text()

@@ -420,7 +420,7 @@ def test_moodle_collect_reads_folders_names_with_accents_and_extra_notebooks(moo
     assert "102 (José María Núñez): 01_softmax_lab (1).ipynb" in out
     assert f"103 (Grace Hopper): {NOTEBOOK}, scratch.ipynb" in out
     for student in ["101", "102", "103"]:
-        assert (moodle["root"] / "submitted" / student / LAB / NOTEBOOK).exists()
+        assert (paths.submitted(moodle["root"], student, LAB) / NOTEBOOK).exists()
 
 
 def test_moodle_worksheet_is_filled_by_participant_id(moodle):

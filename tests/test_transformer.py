@@ -47,7 +47,7 @@ def test_causal_mask_is_lower_triangular():
 @pytest.mark.parametrize("positions", ["none", "learned", torch.randn(16, 8)])
 def test_model_is_causal_with_every_kind_of_positions(positions):
     torch.manual_seed(0)
-    model = TinyCausalLM(d_model=8, n_heads=2, d_ff=16, max_len=16, positions=positions).eval()
+    model = TinyCausalLM(d_model=8, n_heads=2, d_ff=16, max_length=16, positions=positions).eval()
     tokens = reversal_data(2, 3, seed=0)  # (2, 7)
     logits = model(tokens)
     assert logits.shape == (2, 7, VOCAB_SIZE)
@@ -57,18 +57,20 @@ def test_model_is_causal_with_every_kind_of_positions(positions):
 
 
 def test_model_refuses_bad_positions_and_long_sequences():
-    with pytest.raises(ValueError, match="max_len"):
-        TinyCausalLM(d_model=8, n_heads=2, max_len=4, positions=torch.zeros(5, 8))
+    with pytest.raises(ValueError, match="max_length"):
+        TinyCausalLM(d_model=8, n_heads=2, max_length=4, positions=torch.zeros(5, 8))
     with pytest.raises(ValueError, match="positions"):
         TinyCausalLM(d_model=8, n_heads=2, positions="rotary")
-    model = TinyCausalLM(d_model=8, n_heads=2, max_len=4)
-    with pytest.raises(ValueError, match="max_len=4"):
+    model = TinyCausalLM(d_model=8, n_heads=2, max_length=4)
+    with pytest.raises(ValueError, match="max_length=4"):
         model(torch.zeros(1, 5, dtype=torch.long))
 
 
 def test_attention_weights_are_causal_distributions():
     torch.manual_seed(0)
-    model = TinyCausalLM(d_model=8, n_heads=2, n_layers=2, d_ff=16, max_len=16, positions="learned")
+    model = TinyCausalLM(
+        d_model=8, n_heads=2, n_layers=2, d_ff=16, max_length=16, positions="learned"
+    )
     maps = attention_weights(model, reversal_data(3, 2, seed=1))  # (layers, N, heads, L, L)
     assert maps.shape == (2, 3, 2, 5, 5)
     assert torch.allclose(maps.sum(dim=-1), torch.ones(2, 3, 2, 5))
@@ -77,7 +79,7 @@ def test_attention_weights_are_causal_distributions():
 
 def test_training_lowers_the_loss_and_accuracy_is_a_rate():
     torch.manual_seed(0)
-    model = TinyCausalLM(d_model=16, n_heads=2, d_ff=32, max_len=16, positions="learned")
+    model = TinyCausalLM(d_model=16, n_heads=2, d_ff=32, max_length=16, positions="learned")
     tokens = reversal_data(256, 3, seed=0)
     losses, seconds = train_reversal(model, tokens, steps=40, batch_size=32, seed=0)
     assert len(losses) == 40 and seconds > 0

@@ -67,7 +67,7 @@ def in_kernel(definition):
 
 @in_kernel
 def set_parameters(module, values):
-    """Copy tensors into a module's parameters, by name: {"w_query.weight": (H, Dq) tensor}."""
+    """Copy tensors into a module's parameters, by name: {"w_q.weight": (H, Dq) tensor}."""
     __tracebackhide__ = True
     parameters = dict(module.named_parameters())
     with torch.no_grad():

@@ -7,7 +7,7 @@ order of the input, so a model without position information cannot do it.
 
 The model is a stack of PyTorch's `nn.TransformerEncoderLayer` (pre-LayerNorm) under a causal
 mask. Its position information is chosen by the caller: none, a learned table, or a fixed
-(max_len, d_model) table of encodings added to the token embeddings.
+(max_length, d_model) table of encodings added to the token embeddings.
 """
 
 from __future__ import annotations
@@ -56,25 +56,27 @@ def causal_mask(length) -> torch.Tensor:
 class TinyCausalLM(nn.Module):
     """Token embedding + positions + n_layers pre-LN encoder layers under a causal mask + head.
 
-    `positions` is "none", "learned" (an nn.Embedding of max_len rows), or a (max_len, d_model)
-    tensor of fixed encodings, added to the token embeddings.
+    `positions` is "none", "learned" (an nn.Embedding of max_length rows), or a
+    (max_length, d_model) tensor of fixed encodings, added to the token embeddings.
     """
 
-    def __init__(self, d_model=64, n_heads=4, n_layers=1, d_ff=128, max_len=32, positions="none"):
+    def __init__(
+        self, d_model=64, n_heads=4, n_layers=1, d_ff=128, max_length=32, positions="none"
+    ):
         super().__init__()
-        self.max_len = _check_positive_int(max_len, "max_len")
+        self.max_length = _check_positive_int(max_length, "max_length")
         self.embed = nn.Embedding(VOCAB_SIZE, d_model)
         self.learned = None
         if isinstance(positions, torch.Tensor):
-            if tuple(positions.shape) != (max_len, d_model):
+            if tuple(positions.shape) != (max_length, d_model):
                 raise ValueError(
-                    f"positions must be a (max_len, d_model) = {(max_len, d_model)} table, "
+                    f"positions must be a (max_length, d_model) = {(max_length, d_model)} table, "
                     f"got {tuple(positions.shape)}"
                 )
             self.register_buffer("table", positions.detach().float().clone())
         elif positions == "learned":
             self.table = None
-            self.learned = nn.Embedding(max_len, d_model)
+            self.learned = nn.Embedding(max_length, d_model)
         elif positions == "none":
             self.table = None
         else:
@@ -91,8 +93,8 @@ class TinyCausalLM(nn.Module):
     def inputs(self, tokens) -> torch.Tensor:
         """Token embeddings plus position information: tokens (N, L) -> (N, L, D)."""
         length = tokens.shape[1]
-        if length > self.max_len:
-            raise ValueError(f"sequences of length {length} exceed max_len={self.max_len}")
+        if length > self.max_length:
+            raise ValueError(f"sequences of length {length} exceed max_length={self.max_length}")
         x = self.embed(tokens)  # (N, L, D)
         if self.table is not None:
             x = x + self.table[:length]  # (L, D) broadcasts over the batch

@@ -10,12 +10,12 @@ MISTAKES = [
 class AdditiveScore(nn.Module):
     def __init__(self, query_dim, key_dim, hidden_dim):
         super().__init__()
-        self.w_query = nn.Linear(query_dim, hidden_dim, bias=False)
-        self.w_key = nn.Linear(key_dim, hidden_dim)
+        self.w_q = nn.Linear(query_dim, hidden_dim, bias=False)
+        self.w_k = nn.Linear(key_dim, hidden_dim)
         self.v = nn.Linear(hidden_dim, 1, bias=False)
 
     def forward(self, query, keys):
-        hidden = torch.tanh(self.w_query(query) + self.w_key(keys))
+        hidden = torch.tanh(self.w_q(query) + self.w_k(keys))
         return self.v(hidden).transpose(1, 2)
 ''',
         message="they only add when Lq is 1 or equals Lk",
@@ -27,12 +27,12 @@ class AdditiveScore(nn.Module):
 class AdditiveScore(nn.Module):
     def __init__(self, query_dim, key_dim, hidden_dim):
         super().__init__()
-        self.w_query = nn.Linear(query_dim, hidden_dim, bias=False)
-        self.w_key = nn.Linear(key_dim, hidden_dim)
+        self.w_q = nn.Linear(query_dim, hidden_dim, bias=False)
+        self.w_k = nn.Linear(key_dim, hidden_dim)
         self.v = nn.Linear(hidden_dim, 1, bias=False)
 
     def forward(self, query, keys):
-        hidden = self.w_query(query).unsqueeze(2) + self.w_key(keys).unsqueeze(1)
+        hidden = self.w_q(query).unsqueeze(2) + self.w_k(keys).unsqueeze(1)
         return self.v(hidden).squeeze(-1)
 ''',
         message="it looks like you forgot the tanh",
@@ -44,15 +44,15 @@ class AdditiveScore(nn.Module):
 class AdditiveScore(nn.Module):
     def __init__(self, query_dim, key_dim, hidden_dim):
         super().__init__()
-        self.w_query = nn.Linear(query_dim, hidden_dim)
-        self.w_key = nn.Linear(key_dim, hidden_dim, bias=False)
+        self.w_q = nn.Linear(query_dim, hidden_dim)
+        self.w_k = nn.Linear(key_dim, hidden_dim, bias=False)
         self.v = nn.Linear(hidden_dim, 1, bias=False)
 
     def forward(self, query, keys):
-        hidden = torch.tanh(self.w_query(query).unsqueeze(2) + self.w_key(keys).unsqueeze(1))
+        hidden = torch.tanh(self.w_q(query).unsqueeze(2) + self.w_k(keys).unsqueeze(1))
         return self.v(hidden).squeeze(-1)
 ''',
-        message="additive.w_query has a bias but should not",
+        message="additive.w_q has a bias but should not",
     ),
     Mistake(
         name="additive_key_layer_sized_by_query",
@@ -61,15 +61,15 @@ class AdditiveScore(nn.Module):
 class AdditiveScore(nn.Module):
     def __init__(self, query_dim, key_dim, hidden_dim):
         super().__init__()
-        self.w_query = nn.Linear(query_dim, hidden_dim, bias=False)
-        self.w_key = nn.Linear(query_dim, hidden_dim)
+        self.w_q = nn.Linear(query_dim, hidden_dim, bias=False)
+        self.w_k = nn.Linear(query_dim, hidden_dim)
         self.v = nn.Linear(hidden_dim, 1, bias=False)
 
     def forward(self, query, keys):
-        hidden = torch.tanh(self.w_query(query).unsqueeze(2) + self.w_key(keys).unsqueeze(1))
+        hidden = torch.tanh(self.w_q(query).unsqueeze(2) + self.w_k(keys).unsqueeze(1))
         return self.v(hidden).squeeze(-1)
 ''',
-        message="additive.w_key.weight has shape (4, 3), expected (4, 2)",
+        message="additive.w_k.weight has shape (4, 3), expected (4, 2)",
     ),
     Mistake(
         name="additive_scores_transposed",
@@ -78,12 +78,12 @@ class AdditiveScore(nn.Module):
 class AdditiveScore(nn.Module):
     def __init__(self, query_dim, key_dim, hidden_dim):
         super().__init__()
-        self.w_query = nn.Linear(query_dim, hidden_dim, bias=False)
-        self.w_key = nn.Linear(key_dim, hidden_dim)
+        self.w_q = nn.Linear(query_dim, hidden_dim, bias=False)
+        self.w_k = nn.Linear(key_dim, hidden_dim)
         self.v = nn.Linear(hidden_dim, 1, bias=False)
 
     def forward(self, query, keys):
-        hidden = torch.tanh(self.w_query(query).unsqueeze(1) + self.w_key(keys).unsqueeze(2))
+        hidden = torch.tanh(self.w_q(query).unsqueeze(1) + self.w_k(keys).unsqueeze(2))
         return self.v(hidden).squeeze(-1)
 ''',
         message="= (N, Lk, Lq): the scores are transposed",
@@ -95,12 +95,12 @@ class AdditiveScore(nn.Module):
 class AdditiveScore(nn.Module):
     def __init__(self, query_dim, key_dim, hidden_dim):
         super().__init__()
-        self.w_query = nn.Linear(query_dim, hidden_dim, bias=False)
-        self.w_key = nn.Linear(key_dim, hidden_dim)
+        self.w_q = nn.Linear(query_dim, hidden_dim, bias=False)
+        self.w_k = nn.Linear(key_dim, hidden_dim)
         self.v = nn.Linear(hidden_dim, 1, bias=False)
 
     def forward(self, query, keys):
-        hidden = torch.tanh(self.w_query(query).unsqueeze(2) + self.w_key(keys).unsqueeze(1))
+        hidden = torch.tanh(self.w_q(query).unsqueeze(2) + self.w_k(keys).unsqueeze(1))
         return torch.softmax(self.v(hidden).squeeze(-1), dim=-1)
 ''',
         message="returned softmax weights instead of raw scores",

@@ -7,14 +7,14 @@ MISTAKES = [
         name="padding_off_by_one",
         cell="padding_mask",
         code='''
-def padding_mask(lengths, max_len=None):
-    if max_len is None:
-        max_len = int(lengths.max())
-    if max_len < int(lengths.max()):
-        raise ValueError(f"max_len must be at least the longest length, got {max_len}")
+def padding_mask(lengths, max_length=None):
+    if max_length is None:
+        max_length = int(lengths.max())
+    if max_length < int(lengths.max()):
+        raise ValueError(f"max_length must be at least the longest length, got {max_length}")
     if bool((lengths < 0).any()):
         raise ValueError(f"lengths must be non-negative, got {lengths.tolist()}")
-    return torch.arange(max_len)[None, :] <= lengths[:, None]
+    return torch.arange(max_length)[None, :] <= lengths[:, None]
 ''',
         message="used <= instead of <",
     ),
@@ -22,23 +22,23 @@ def padding_mask(lengths, max_len=None):
         name="padding_ignores_max_len",
         cell="padding_mask",
         code='''
-def padding_mask(lengths, max_len=None):
-    if max_len is not None and max_len < int(lengths.max()):
-        raise ValueError(f"max_len must be at least the longest length, got {max_len}")
+def padding_mask(lengths, max_length=None):
+    if max_length is not None and max_length < int(lengths.max()):
+        raise ValueError(f"max_length must be at least the longest length, got {max_length}")
     if bool((lengths < 0).any()):
         raise ValueError(f"lengths must be non-negative, got {lengths.tolist()}")
     return torch.arange(int(lengths.max()))[None, :] < lengths[:, None]
 ''',
-        message="the mask must have max_len columns when max_len is given",
+        message="the mask must have max_length columns when max_length is given",
     ),
     Mistake(
         name="padding_inverted",
         cell="padding_mask",
         code='''
-def padding_mask(lengths, max_len=None):
-    if max_len is None:
-        max_len = int(lengths.max())
-    return torch.arange(max_len)[None, :] >= lengths[:, None]
+def padding_mask(lengths, max_length=None):
+    if max_length is None:
+        max_length = int(lengths.max())
+    return torch.arange(max_length)[None, :] >= lengths[:, None]
 ''',
         message="inverted the mask: True must mark the real positions",
     ),
@@ -46,12 +46,12 @@ def padding_mask(lengths, max_len=None):
         name="padding_not_validated",
         cell="padding_mask",
         code='''
-def padding_mask(lengths, max_len=None):
-    if max_len is None:
-        max_len = int(lengths.max())
-    return torch.arange(max_len)[None, :] < lengths[:, None]
+def padding_mask(lengths, max_length=None):
+    if max_length is None:
+        max_length = int(lengths.max())
+    return torch.arange(max_length)[None, :] < lengths[:, None]
 ''',
-        message="padding_mask([2, 3, 1], max_len=2) did not raise ValueError",
+        message="padding_mask([2, 3, 1], max_length=2) did not raise ValueError",
     ),
     Mistake(
         name="causal_upper_triangular",

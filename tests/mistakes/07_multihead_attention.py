@@ -25,10 +25,10 @@ class MultiHeadAttention(nn.Module):
         self.dropout = nn.Dropout(dropout)
         self.p = dropout
 
-    def forward(self, query, key, value, mask=None):
+    def forward(self, query, keys, values, mask=None):
         q = split_heads(self.w_q(query), self.n_heads)
-        k = split_heads(self.w_k(key), self.n_heads)
-        v = split_heads(self.w_v(value), self.n_heads)
+        k = split_heads(self.w_k(keys), self.n_heads)
+        v = split_heads(self.w_v(values), self.n_heads)
         scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_size)
         if mask is not None:
             scores = scores.masked_fill(~mask, float("-inf"))
