@@ -1,5 +1,6 @@
 """Course checks: sources validate, generated folders are fresh, the release leaks nothing."""
 
+import ast
 import re
 import shutil
 
@@ -221,3 +222,88 @@ def test_lectures_show_the_idea_not_the_labs_lines(assignment):
         f"{assignment}: {len(shared)} of {len(solution)} solution lines are in its lecture or an "
         f"earlier one: {shared}"
     )
+
+
+# Labs whose visible test cells are still being shortened.
+LONG_TEST_CELLS_ALLOWED = {"06_seq2seq_attention"}
+MAX_VISIBLE_TEST_LINES = 25
+
+
+def graded_test_cells(assignment):
+    """(grade_id, source) of every test cell of a lab, in order."""
+    return [
+        (notebooks.nbgrader_meta(cell)["grade_id"], cell.source)
+        for cell in source_notebook(assignment).cells
+        if notebooks.is_test(cell)
+    ]
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_visible_test_cells_are_short(assignment):
+    # A visible test reads as a list of checks: inputs, references and helper models live in
+    # locked cells above it.
+    if assignment in LONG_TEST_CELLS_ALLOWED:
+        pytest.skip(f"{assignment} may still have long visible test cells")
+    for grade_id, source in graded_test_cells(assignment):
+        visible = source.split("### BEGIN HIDDEN TESTS")[0]
+        lines = len(visible.splitlines())
+        assert lines <= MAX_VISIBLE_TEST_LINES, (
+            f"{assignment}/{grade_id} has {lines} visible lines (at most "
+            f"{MAX_VISIBLE_TEST_LINES}): move inputs and helpers into a locked cell"
+        )
+
+
+def top_level_names(source):
+    """Names that the top level of a cell binds: def, class, assignment, for, with, import."""
+    names = set()
+    for node in ast.parse(source).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        else:
+            names.update(
+                item.id
+                for item in ast.walk(node)
+                if isinstance(item, ast.Name) and isinstance(item.ctx, ast.Store)
+            )
+    return names
+
+
+def names_used_and_bound(source):
+    """(names the cell reads, names the cell binds anywhere, arguments included)."""
+    used, bound = set(), set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Name):
+            (used if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+    return used, bound
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_test_cells_use_no_name_from_another_test_cell(assignment):
+    # Each test cell stands alone: a helper it needs is defined in a locked (or solution) cell,
+    # never in an earlier test cell that may have failed or been skipped.
+    cells = [cell for cell in source_notebook(assignment).cells if cell.cell_type == "code"]
+    elsewhere = set().union(
+        *(top_level_names(cell.source) for cell in cells if not notebooks.is_test(cell))
+    )
+    earlier = {}  # name -> grade_id of the first test cell that binds it
+    for cell in cells:
+        if not notebooks.is_test(cell):
+            continue
+        grade_id = notebooks.nbgrader_meta(cell)["grade_id"]
+        used, bound = names_used_and_bound(cell.source)
+        borrowed = sorted(
+            f"{name} (from {earlier[name]})" for name in used - bound - elsewhere if name in earlier
+        )
+        assert not borrowed, f"{assignment}/{grade_id} uses names of other test cells: {borrowed}"
+        for name in top_level_names(cell.source):
+            earlier.setdefault(name, grade_id)
