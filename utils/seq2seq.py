@@ -23,8 +23,11 @@ N_FEATURES = 2  # a point of a square has two coordinates
 class TrainingRecipe:
     """Data sizes, seeds and hyperparameters shared by the lecture, the lab test and the bench.
 
-    The hidden size is small on purpose: with 4 numbers the plain model's single state is a real
-    bottleneck, while with 16 both models come close to the noise floor on this easy task.
+    The hidden size is small on purpose. The plain decoder's output layer reads each point off
+    its state, so with 2 numbers a state that holds the prediction has no room left for the
+    direction of the square: the plain model fails (test MSE above 0.2), while attention brings
+    the source back at every step and comes close to the noise floor 0.01. With 4 numbers the
+    plain model has room enough and both models do well (lecture 06, section 8).
     The lecture and the lab train on 1 thread (for reproducible numbers), the bench on 2.
     """
 
@@ -33,9 +36,9 @@ class TrainingRecipe:
     train_seed: int = 0
     test_seed: int = 1
     noise: float = 0.1
-    hidden_dim: int = 4
+    hidden_dim: int = 2
     batch_size: int = 256
-    epochs: int = 60
+    epochs: int = 100
     lr: float = 0.02
     teacher_forcing: float = 0.5
 
