@@ -113,8 +113,8 @@ class Encoder(nn.Module):
         self.gru = nn.GRU(n_features, hidden_dim, batch_first=True)
 
     def forward(self, source, mask=None):
-        """Source (N, Ls, F), mask (N, 1, Ls) or None -> states (N, Ls, H), final (N, H)."""
-        states, _ = self.gru(source)  # (N, Ls, H)
+        """Source (N, Lk, F), mask (N, 1, Lk) or None -> states (N, Lk, H), final (N, H)."""
+        states, _ = self.gru(source)  # (N, Lk, H)
         final = last_step(states, mask)[:, 0]  # (N, H): the state after the last real point
         return states, final
 
@@ -147,7 +147,7 @@ class EncoderDecoder(nn.Module):
         self.teacher_forcing = _check_teacher_forcing(teacher_forcing)
 
     def forward(self, source, target=None, mask=None):
-        """Source (N, Ls, F), target (N, Lt, F) or None, mask (N, 1, Ls) -> (N, Lt, F)."""
+        """Source (N, Lk, F), target (N, Lq, F) or None, mask (N, 1, Lk) -> (N, Lq, F)."""
         _, hidden = self.encoder(source, mask)  # (N, H)
         x = last_step(source, mask)  # (N, 1, F): the decoder starts from the last source point
         predictions = []
@@ -159,7 +159,7 @@ class EncoderDecoder(nn.Module):
                 x = target[:, step : step + 1]  # (N, 1, F): the true point
             else:
                 x = prediction  # (N, 1, F): the model's own guess
-        return torch.cat(predictions, dim=1)  # (N, Lt, F)
+        return torch.cat(predictions, dim=1)  # (N, Lq, F)
 
 
 def baseline_model(hidden_dim: int = RECIPE.hidden_dim, teacher_forcing=RECIPE.teacher_forcing):
