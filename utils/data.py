@@ -19,7 +19,7 @@ TARGET_LENGTH = 2
 
 @dataclass(frozen=True)
 class SquaresData:
-    """Square sequences: source (n, Ls, 2), target (n, 2, 2), lengths (n,), directions (n,)."""
+    """Square sequences: source (n, Lk, 2), target (n, 2, 2), lengths (n,), directions (n,)."""
 
     source: np.ndarray
     target: np.ndarray
@@ -81,7 +81,7 @@ def _corner_paths(starts: np.ndarray, directions: np.ndarray, n_points: int) -> 
 
 
 def make_squares(n, seed, noise=0.1, variable_length=False) -> SquaresData:
-    """Make n noisy square sequences: source (n, Ls, 2), target (n, 2, 2), Ls = 3 if variable."""
+    """Make n noisy square sequences: source (n, Lk, 2), target (n, 2, 2), Lk = 3 if variable."""
     n = _check_positive_int(n, "n")
     seed = _check_seed(seed)
     noise = _check_noise(noise)
@@ -101,9 +101,9 @@ def make_squares(n, seed, noise=0.1, variable_length=False) -> SquaresData:
     paths = paths + noise * rng.standard_normal(paths.shape)  # (n, n_points, 2)
     paths = paths.astype(np.float32)
 
-    positions = np.arange(max_length)  # (Ls,)
-    is_real = positions[None, :] < lengths[:, None]  # (n, Ls)
-    source = np.where(is_real[:, :, None], paths[:, :max_length], 0.0)  # (n, Ls, 2)
+    positions = np.arange(max_length)  # (Lk,)
+    is_real = positions[None, :] < lengths[:, None]  # (n, Lk)
+    source = np.where(is_real[:, :, None], paths[:, :max_length], 0.0)  # (n, Lk, 2)
     target_index = lengths[:, None] + np.arange(TARGET_LENGTH)[None, :]  # (n, 2)
     target = np.take_along_axis(paths, target_index[:, :, None], axis=1)  # (n, 2, 2)
 
@@ -116,7 +116,7 @@ def make_squares(n, seed, noise=0.1, variable_length=False) -> SquaresData:
 
 
 def squares_tensors(data: SquaresData) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Copy a SquaresData into tensors: source (n, Ls, 2), target (n, 2, 2), lengths (n,)."""
+    """Copy a SquaresData into tensors: source (n, Lk, 2), target (n, 2, 2), lengths (n,)."""
     if not isinstance(data, SquaresData):
         raise ValueError(f"data must be a SquaresData, got {type(data).__name__}")
     source = torch.tensor(data.source, dtype=torch.float32)
