@@ -113,7 +113,7 @@ FORBIDDEN_CALLS = {
     "02_dot_product": {"scaled_dot_product_attention", "MultiheadAttention"},
     "03_scaled_dot_product": {"scaled_dot_product_attention", "MultiheadAttention"},
     "04_additive_scoring": {"Bilinear", "bilinear"},
-    "05_masks": {"scaled_dot_product_attention", "MultiheadAttention"},
+    "05_masks": {"scaled_dot_product_attention", "MultiheadAttention", "source_mask"},
     "06_seq2seq_attention": {"scaled_dot_product_attention", "MultiheadAttention"},
     "07_multihead_attention": {
         "MultiheadAttention",

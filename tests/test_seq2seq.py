@@ -15,8 +15,8 @@ from utils.seq2seq import (
     TrainingRecipe,
     baseline_model,
     last_step,
-    padding_mask,
     seq2seq_forward,
+    source_mask,
     squares_batches,
     train_seq2seq,
 )
@@ -34,7 +34,7 @@ def new_baseline(hidden_dim=3, target_len=2, teacher_forcing=0.5, seed=0):
 
 
 def test_padding_mask_marks_real_points():
-    mask = padding_mask(torch.tensor([3, 1, 2]), 3)
+    mask = source_mask(torch.tensor([3, 1, 2]), 3)
     expected = torch.tensor([[[True, True, True]], [[True, False, False]], [[True, True, False]]])
     assert mask.dtype == torch.bool
     assert torch.equal(mask, expected)
@@ -46,12 +46,12 @@ def test_padding_mask_marks_real_points():
 )
 def test_padding_mask_rejects_bad_lengths(lengths, max_length):
     with pytest.raises(ValueError):
-        padding_mask(torch.tensor(lengths), max_length)
+        source_mask(torch.tensor(lengths), max_length)
 
 
 def test_last_step_picks_the_last_real_point():
     sequence = torch.arange(18.0).reshape(3, 3, 2)  # (3, 3, 2)
-    mask = padding_mask(torch.tensor([3, 1, 2]), 3)
+    mask = source_mask(torch.tensor([3, 1, 2]), 3)
     picked = last_step(sequence, mask)
     assert picked.shape == (3, 1, 2)
     assert torch.equal(picked[:, 0], torch.stack([sequence[0, 2], sequence[1, 0], sequence[2, 1]]))
@@ -71,7 +71,7 @@ def test_encoder_returns_states_and_the_state_after_the_last_real_point():
         encoder = Encoder(2, 5)
     source = torch.randn(4, 3, 2, generator=torch.Generator().manual_seed(1))
     lengths = torch.tensor([3, 2, 1, 3])
-    states, final = encoder(source, padding_mask(lengths, 3))
+    states, final = encoder(source, source_mask(lengths, 3))
     assert states.shape == (4, 3, 5)
     assert final.shape == (4, 5)
     for i, length in enumerate(lengths):
@@ -142,7 +142,7 @@ def test_encoder_decoder_ignores_padding_under_a_mask():
     model = new_baseline().eval()
     source = torch.randn(3, 2, 2)
     padded = torch.cat([source, torch.full((3, 1, 2), 7.0)], dim=1)  # (3, 3, 2)
-    mask = padding_mask(torch.tensor([2, 2, 2]), 3)
+    mask = source_mask(torch.tensor([2, 2, 2]), 3)
     with torch.no_grad():
         torch.testing.assert_close(model(padded, mask=mask), model(source))
 

@@ -10,6 +10,8 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
+from utils import validation
+
 # The corners of the square [-1, 1]^2, listed clockwise.
 CORNERS = np.array([(-1.0, -1.0), (-1.0, 1.0), (1.0, 1.0), (1.0, -1.0)], dtype=np.float32)
 CLOCKWISE = 1
@@ -31,18 +33,6 @@ class SquaresData:
         return len(self.source)
 
 
-def _check_positive_int(value, name: str) -> int:
-    """Return value as an int, or raise ValueError if it is not a positive integer."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
-
-
-def _check_seed(value, name: str = "seed") -> int:
-    """Return value as an int, or raise ValueError if it is not a non-negative integer."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
-        raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
-    return int(value)
 
 
 def _check_noise(noise) -> float:
@@ -82,8 +72,8 @@ def _corner_paths(starts: np.ndarray, directions: np.ndarray, n_points: int) -> 
 
 def make_squares(n, seed, noise=0.1, variable_length=False) -> SquaresData:
     """Make n noisy square sequences: source (n, Lk, 2), target (n, 2, 2), Lk = 3 if variable."""
-    n = _check_positive_int(n, "n")
-    seed = _check_seed(seed)
+    n = validation.positive_int(n, "n")
+    seed = validation.seed(seed)
     noise = _check_noise(noise)
     variable_length = _check_bool(variable_length, "variable_length")
 
@@ -144,17 +134,17 @@ def squares_loaders(
     shuffle_seed=0,
 ) -> tuple[DataLoader, DataLoader]:
     """Train and test loaders over new data sets; batches (source, target[, lengths])."""
-    n_train = _check_positive_int(n_train, "n_train")
-    n_test = _check_positive_int(n_test, "n_test")
-    train_seed = _check_seed(train_seed, "train_seed")
-    test_seed = _check_seed(test_seed, "test_seed")
+    n_train = validation.positive_int(n_train, "n_train")
+    n_test = validation.positive_int(n_test, "n_test")
+    train_seed = validation.seed(train_seed, "train_seed")
+    test_seed = validation.seed(test_seed, "test_seed")
     if train_seed == test_seed:
         raise ValueError(
             f"train_seed and test_seed must differ so the test set is new data, "
             f"got both {train_seed}"
         )
-    batch_size = _check_positive_int(batch_size, "batch_size")
-    shuffle_seed = _check_seed(shuffle_seed, "shuffle_seed")
+    batch_size = validation.positive_int(batch_size, "batch_size")
+    shuffle_seed = validation.seed(shuffle_seed, "shuffle_seed")
 
     train_set = _squares_dataset(n_train, train_seed, noise, variable_length)
     test_set = _squares_dataset(n_test, test_seed, noise, variable_length)

@@ -15,6 +15,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Circle
 
+from utils import validation
 from utils.data import direction_name
 from utils.training import History
 
@@ -41,12 +42,6 @@ def _check_shape(array: np.ndarray, name: str, expected: str, ok: bool) -> None:
     if not ok:
         raise ValueError(f"{name} must have shape {expected}, got {tuple(array.shape)}")
 
-
-def _check_positive_int(value, name: str) -> int:
-    """Return value, or raise ValueError if it is not a positive integer."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
 
 
 def _check_labels(labels, n: int, name: str) -> list[str]:
@@ -193,7 +188,7 @@ def plot_attention(
     elif isinstance(titles, str):
         titles = [titles] * count
     titles = _check_labels(titles, count, "titles")
-    ncols = _check_positive_int(ncols, "ncols")
+    ncols = validation.positive_int(ncols, "ncols")
     if not (_is_finite_number(vmin) and _is_finite_number(vmax) and vmin < vmax):
         raise ValueError(f"vmin and vmax must be numbers with vmin < vmax, got {vmin!r}, {vmax!r}")
     if not isinstance(cmap, Colormap) and cmap not in colormaps:
@@ -386,7 +381,7 @@ def plot_squares(
     if lengths is None:
         lengths = np.full(count, max_length)
     lengths = _check_squares_lengths(lengths, count, max_length)
-    ncols = _check_positive_int(ncols, "ncols")
+    ncols = validation.positive_int(ncols, "ncols")
 
     fig, axes = _grid_axes(ax, count, ncols, (2.6, 2.6))
     handles = _squares_legend(target is not None, prediction is not None)

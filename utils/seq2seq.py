@@ -12,7 +12,9 @@ from dataclasses import dataclass, replace
 
 import torch
 from torch import nn
+from torch.nn.utils.rnn import pad_sequence
 
+from utils import validation
 from utils.data import TARGET_LENGTH, make_squares, squares_tensors
 from utils.training import History, evaluate, fit, seeded
 
@@ -45,11 +47,12 @@ class TrainingRecipe:
     def __post_init__(self):
         """Raise ValueError for sizes, seeds or rates that cannot work."""
         for name in ("n_train", "n_test", "hidden_dim", "batch_size", "epochs"):
-            _check_positive_int(getattr(self, name), name)
+            validation.positive_int(getattr(self, name), name)
+        for name in ("train_seed", "test_seed"):
+            validation.seed(getattr(self, name), name)
         if self.train_seed == self.test_seed:
             raise ValueError(f"train_seed and test_seed must differ, got both {self.train_seed}")
-        if not self.lr > 0:
-            raise ValueError(f"lr must be positive, got {self.lr!r}")
+        validation.positive_number(self.lr, "lr")  # the same check as utils.training.fit
         _check_teacher_forcing(self.teacher_forcing)
 
     def shortened(self, factor: int = 2) -> TrainingRecipe:
@@ -58,12 +61,6 @@ class TrainingRecipe:
             raise ValueError(f"factor must be a positive integer, got {factor!r}")
         return replace(self, epochs=max(1, self.epochs // factor))
 
-
-def _check_positive_int(value, name: str) -> int:
-    """Return value, or raise ValueError if it is not a positive integer."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return value
 
 
 def _check_teacher_forcing(value) -> float:
@@ -76,16 +73,17 @@ def _check_teacher_forcing(value) -> float:
 RECIPE = TrainingRecipe()
 
 
-def padding_mask(lengths, max_length: int) -> torch.Tensor:
-    """Boolean mask (N, 1, max_length) from lengths (N,): True = a real point (may attend)."""
-    lengths = torch.as_tensor(lengths)
-    if lengths.dim() != 1 or lengths.dtype.is_floating_point:
-        raise ValueError(f"lengths must be a 1-D tensor of integers, got {lengths!r}")
-    _check_positive_int(max_length, "max_length")
-    if bool((lengths < 1).any()) or bool((lengths > max_length).any()):
-        raise ValueError(f"lengths must lie in 1..{max_length}, got {lengths.tolist()}")
-    positions = torch.arange(max_length)  # (L,)
-    return (positions[None, :] < lengths[:, None]).unsqueeze(1)  # (N, 1, L)
+def source_mask(lengths, max_length: int) -> torch.Tensor:
+    """Boolean key mask (N, 1, max_length) of the source points: True = real (may attend)."""
+    counts = torch.as_tensor(lengths)
+    if counts.dim() != 1 or counts.dtype.is_floating_point:
+        raise ValueError(f"lengths must be a 1-D tensor of integers, got {counts!r}")
+    validation.positive_int(max_length, "max_length")
+    if bool((counts < 1).any()) or bool((counts > max_length).any()):
+        raise ValueError(f"lengths must lie in 1..{max_length}, got {counts.tolist()}")
+    rows = [torch.ones(count, dtype=torch.bool) for count in counts.tolist()]
+    rows.append(torch.zeros(max_length, dtype=torch.bool))  # pads every row to max_length
+    return pad_sequence(rows, batch_first=True)[:-1].unsqueeze(1)  # (N, 1, max_length)
 
 
 def last_step(sequence: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
@@ -108,8 +106,8 @@ class Encoder(nn.Module):
 
     def __init__(self, n_features: int, hidden_dim: int):
         super().__init__()
-        self.n_features = _check_positive_int(n_features, "n_features")
-        self.hidden_dim = _check_positive_int(hidden_dim, "hidden_dim")
+        self.n_features = validation.positive_int(n_features, "n_features")
+        self.hidden_dim = validation.positive_int(hidden_dim, "hidden_dim")
         self.gru = nn.GRU(n_features, hidden_dim, batch_first=True)
 
     def forward(self, source, mask=None):
@@ -124,8 +122,8 @@ class Decoder(nn.Module):
 
     def __init__(self, n_features: int, hidden_dim: int):
         super().__init__()
-        self.n_features = _check_positive_int(n_features, "n_features")
-        self.hidden_dim = _check_positive_int(hidden_dim, "hidden_dim")
+        self.n_features = validation.positive_int(n_features, "n_features")
+        self.hidden_dim = validation.positive_int(hidden_dim, "hidden_dim")
         self.cell = nn.GRUCell(n_features, hidden_dim)
         self.output = nn.Linear(hidden_dim, n_features)
 
@@ -143,7 +141,7 @@ class EncoderDecoder(nn.Module):
         super().__init__()
         self.encoder = encoder
         self.decoder = decoder
-        self.target_len = _check_positive_int(target_len, "target_len")
+        self.target_len = validation.positive_int(target_len, "target_len")
         self.teacher_forcing = _check_teacher_forcing(teacher_forcing)
 
     def forward(self, source, target=None, mask=None):
@@ -176,7 +174,7 @@ class Batches:
         self.tensors = tuple(tensors)
         if not self.tensors or any(len(t) != len(self.tensors[0]) for t in self.tensors):
             raise ValueError("tensors must be a non-empty sequence of tensors of equal length")
-        self.batch_size = _check_positive_int(batch_size, "batch_size")
+        self.batch_size = validation.positive_int(batch_size, "batch_size")
         self.shuffle = shuffle
         self.generator = torch.Generator().manual_seed(seed)
 
@@ -208,7 +206,7 @@ def squares_batches(recipe: TrainingRecipe = RECIPE, variable_length: bool = Fal
 def seq2seq_forward(model, batch):
     """Run model on a batch (source, target[, lengths]): the target only in training mode."""
     source, target = batch[0], batch[1]
-    mask = padding_mask(batch[2], source.shape[1]) if len(batch) > 2 else None
+    mask = source_mask(batch[2], source.shape[1]) if len(batch) > 2 else None
     return model(source, target if model.training else None, mask=mask)
 
 

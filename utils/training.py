@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import torch
 from torch import nn
+
+from utils import validation
 
 
 @dataclass
@@ -24,12 +25,6 @@ def _check_model(model) -> None:
     if not isinstance(model, nn.Module):
         raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
 
-
-def _check_seed(seed) -> int:
-    """Return seed as an int, or raise ValueError if it is not a non-negative integer."""
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-    return seed
 
 
 def _check_optional_callable(value, name: str) -> None:
@@ -105,9 +100,8 @@ def fit(
         _check_loader(val_loader, "val_loader")
     if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
         raise ValueError(f"epochs must be a positive integer, got {epochs!r}")
-    if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not 0 < lr < math.inf:
-        raise ValueError(f"lr must be a positive number, got {lr!r}")
-    _check_seed(seed)
+    lr = validation.positive_number(lr, "lr")
+    validation.seed(seed)
     _check_optional_callable(loss_fn, "loss_fn")
     _check_optional_callable(forward, "forward")
     parameters = [p for p in model.parameters() if p.requires_grad]
@@ -165,7 +159,7 @@ def _forked_seed(seed: int):
 
 def seeded(seed):
     """Context manager: seed torch's RNG inside the block and restore its state afterwards."""
-    return _forked_seed(_check_seed(seed))
+    return _forked_seed(validation.seed(seed))
 
 
 def count_parameters(model, trainable_only=True) -> int:

@@ -18,29 +18,19 @@ import numpy as np
 import torch
 from torch import nn
 
+from utils import validation
+
 DIGITS = 10
 SEPARATOR = 10  # the token between the digits and their reversal
 VOCAB_SIZE = 11
 
 
-def _check_positive_int(value, name: str) -> int:
-    """Return value as an int, or raise ValueError if it is not a positive integer."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
-
-
-def _check_seed(value) -> int:
-    """Return value as an int, or raise ValueError if it is not a non-negative integer."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {value!r}")
-    return int(value)
 
 
 def reversal_data(n, length, seed) -> torch.Tensor:
     """n sequences `digits, SEPARATOR, reversed digits` as tokens (n, 2 * length + 1)."""
-    n, length = _check_positive_int(n, "n"), _check_positive_int(length, "length")
-    rng = np.random.default_rng(_check_seed(seed))
+    n, length = validation.positive_int(n, "n"), validation.positive_int(length, "length")
+    rng = np.random.default_rng(validation.seed(seed))
     digits = rng.integers(0, DIGITS, size=(n, length))  # (n, length)
     separator = np.full((n, 1), SEPARATOR)  # (n, 1)
     tokens = np.concatenate([digits, separator, digits[:, ::-1]], axis=1)  # (n, 2 * length + 1)
@@ -49,7 +39,7 @@ def reversal_data(n, length, seed) -> torch.Tensor:
 
 def causal_mask(length) -> torch.Tensor:
     """(L, L) boolean mask, True where query i may attend to key j, i.e. j <= i."""
-    length = _check_positive_int(length, "length")
+    length = validation.positive_int(length, "length")
     return torch.ones(length, length, dtype=torch.bool).tril()
 
 
@@ -64,7 +54,7 @@ class TinyCausalLM(nn.Module):
         self, d_model=64, n_heads=4, n_layers=1, d_ff=128, max_length=32, positions="none"
     ):
         super().__init__()
-        self.max_length = _check_positive_int(max_length, "max_length")
+        self.max_length = validation.positive_int(max_length, "max_length")
         self.embed = nn.Embedding(VOCAB_SIZE, d_model)
         self.learned = None
         if isinstance(positions, torch.Tensor):
@@ -85,7 +75,7 @@ class TinyCausalLM(nn.Module):
             nn.TransformerEncoderLayer(
                 d_model, n_heads, d_ff, dropout=0.0, norm_first=True, batch_first=True
             )
-            for _ in range(_check_positive_int(n_layers, "n_layers"))
+            for _ in range(validation.positive_int(n_layers, "n_layers"))
         )
         self.norm = nn.LayerNorm(d_model)
         self.head = nn.Linear(d_model, VOCAB_SIZE)
@@ -152,9 +142,9 @@ def reversal_accuracy(model, tokens) -> tuple[float, float]:
 
 def train_reversal(model, train_tokens, steps=250, batch_size=128, lr=3e-3, seed=0):
     """Train with Adam on minibatches of train_tokens (n, 2L+1); returns (losses, seconds)."""
-    steps = _check_positive_int(steps, "steps")
-    batch_size = _check_positive_int(batch_size, "batch_size")
-    generator = torch.Generator().manual_seed(_check_seed(seed))
+    steps = validation.positive_int(steps, "steps")
+    batch_size = validation.positive_int(batch_size, "batch_size")
+    generator = torch.Generator().manual_seed(validation.seed(seed))
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=lr, total_steps=steps)
     loss_fn = nn.CrossEntropyLoss()

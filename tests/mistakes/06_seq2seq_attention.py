@@ -7,8 +7,8 @@ class Attention(nn.Module):
     def __init__(self, hidden_dim):
         super().__init__()
         self.hidden_dim = hidden_dim
-        self.query_projection = nn.Linear(hidden_dim, hidden_dim)
-        self.key_projection = nn.Linear(hidden_dim, hidden_dim)
+        self.w_q = nn.Linear(hidden_dim, hidden_dim)
+        self.w_k = nn.Linear(hidden_dim, hidden_dim)
 
     def forward(self, query, keys, values, mask=None):
 '''
@@ -63,7 +63,7 @@ MISTAKES = [
         name="attention_not_scaled",
         cell="attention",
         code=attention('''
-        scores = self.query_projection(query) @ self.key_projection(keys).transpose(1, 2)
+        scores = self.w_q(query) @ self.w_k(keys).transpose(1, 2)
         if mask is not None:
             scores = scores.masked_fill(~mask, float("-inf"))
         weights = torch.softmax(scores, dim=-1)
@@ -75,7 +75,7 @@ MISTAKES = [
         name="attention_softmax_over_queries",
         cell="attention",
         code=attention('''
-        scores = self.query_projection(query) @ self.key_projection(keys).transpose(1, 2)
+        scores = self.w_q(query) @ self.w_k(keys).transpose(1, 2)
         scores = scores / self.hidden_dim**0.5
         if mask is not None:
             scores = scores.masked_fill(~mask, float("-inf"))
@@ -88,7 +88,7 @@ MISTAKES = [
         name="attention_keys_as_values",
         cell="attention",
         code=attention('''
-        scores = self.query_projection(query) @ self.key_projection(keys).transpose(1, 2)
+        scores = self.w_q(query) @ self.w_k(keys).transpose(1, 2)
         scores = scores / self.hidden_dim**0.5
         if mask is not None:
             scores = scores.masked_fill(~mask, float("-inf"))
@@ -113,7 +113,7 @@ MISTAKES = [
         name="attention_ignores_mask",
         cell="attention",
         code=attention('''
-        scores = self.query_projection(query) @ self.key_projection(keys).transpose(1, 2)
+        scores = self.w_q(query) @ self.w_k(keys).transpose(1, 2)
         weights = torch.softmax(scores / self.hidden_dim**0.5, dim=-1)
         return weights @ values, weights
 '''),
@@ -123,7 +123,7 @@ MISTAKES = [
         name="attention_inverted_mask",
         cell="attention",
         code=attention('''
-        scores = self.query_projection(query) @ self.key_projection(keys).transpose(1, 2)
+        scores = self.w_q(query) @ self.w_k(keys).transpose(1, 2)
         scores = scores / self.hidden_dim**0.5
         if mask is not None:
             scores = scores.masked_fill(mask, float("-inf"))
@@ -136,7 +136,7 @@ MISTAKES = [
         name="attention_masked_scores_zero",
         cell="attention",
         code=attention('''
-        scores = self.query_projection(query) @ self.key_projection(keys).transpose(1, 2)
+        scores = self.w_q(query) @ self.w_k(keys).transpose(1, 2)
         scores = scores / self.hidden_dim**0.5
         if mask is not None:
             scores = scores.masked_fill(~mask, 0.0)
