@@ -19,13 +19,12 @@ setting as it is.
 """
 
 import argparse
-import statistics
-import time
 
 import torch
 from torch import nn
 
 from course import paths, submissions
+from utils.timing import alternate_seconds, torch_threads
 
 ASSIGNMENT = "07_multihead_attention"
 BATCH, LENGTH, D_MODEL, N_HEADS = 32, 128, 256, 8
@@ -48,27 +47,11 @@ def torch_layer_like(layer):
     return reference
 
 
-def alternate_medians(first, second, repeats, warmup):
-    """Median seconds of the calls first() and second(), timed alternately `repeats` times."""
-    for _ in range(warmup):
-        first()
-        second()
-    times = ([], [])
-    for _ in range(repeats):
-        for function, record in zip((first, second), times, strict=True):
-            start = time.perf_counter()
-            function()
-            record.append(time.perf_counter() - start)
-    return statistics.median(times[0]), statistics.median(times[1])
-
 
 def run(repeats=21, warmup=3, num_threads=1, seed=0):
     """Median forward seconds of the lab's MultiHeadAttention and of nn.MultiheadAttention."""
     namespace = load_solution()
-    previous_threads = torch.get_num_threads()
-    if num_threads is not None:
-        torch.set_num_threads(num_threads)
-    try:
+    with torch_threads(num_threads):
         with torch.random.fork_rng():
             torch.manual_seed(seed)
             ours = namespace["MultiHeadAttention"](D_MODEL, N_HEADS).eval()
@@ -84,14 +67,12 @@ def run(repeats=21, warmup=3, num_threads=1, seed=0):
                 and torch.allclose(weights, expected_weights, atol=1e-5)
             ):
                 raise RuntimeError("the lab's layer disagrees with nn.MultiheadAttention")
-            ours_seconds, torch_seconds = alternate_medians(
+            ours_seconds, torch_seconds = alternate_seconds(
                 lambda: ours(x, x, x),
                 lambda: theirs(x, x, x, need_weights=True, average_attn_weights=False),
                 repeats,
                 warmup,
             )
-    finally:
-        torch.set_num_threads(previous_threads)
     return {
         "mha_forward_seconds": ours_seconds,
         "torch_mha_forward_seconds": torch_seconds,

@@ -22,14 +22,13 @@ afterwards), as the course's notebooks do; ``--threads 0`` leaves the setting as
 
 import argparse
 import math
-import statistics
-import time
 
 import torch
 import torch.nn.functional as F
 
 from course import paths, submissions
 from utils.memory import peak_memory
+from utils.timing import call_seconds, torch_threads
 
 ASSIGNMENT = "09_attention_at_scale"
 LENGTH, D_HEAD, CHUNK_SIZE = 4096, 64, 128
@@ -47,17 +46,6 @@ def naive_attention(query, keys, values):
     return torch.softmax(scores, dim=-1) @ values  # (N, Lq, d)
 
 
-def median_seconds(function, repeats, warmup=1):
-    """The median wall time of function() over `repeats` calls, after `warmup` calls."""
-    for _ in range(warmup):
-        function()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
 
 def attention_figures(namespace, repeats):
     """Peak memory ratio (naive / chunked) and time ratio (chunked / fused) at L=4096, d=64."""
@@ -68,8 +56,8 @@ def attention_figures(namespace, repeats):
     if not torch.allclose(context, expected, atol=1e-5):
         raise RuntimeError("the lab's chunked_attention disagrees with attention by hand")
     heads = [tensor[:, None] for tensor in (query, keys, values)]  # (N, 1, L, d): flash path
-    chunked_seconds = median_seconds(lambda: chunked(query, keys, values, CHUNK_SIZE), repeats)
-    fused_seconds = median_seconds(lambda: F.scaled_dot_product_attention(*heads), repeats)
+    chunked_seconds = call_seconds(chunked, query, keys, values, CHUNK_SIZE, repeats=repeats)
+    fused_seconds = call_seconds(lambda: F.scaled_dot_product_attention(*heads), repeats=repeats)
     return naive_peak / chunked_peak, chunked_seconds / fused_seconds
 
 
@@ -95,24 +83,21 @@ def kv_cache_speedup(namespace, repeats):
         stepped, full = generate(layer, sequence, cache_class), layer(sequence)[0]  # (N, T, D)
         if not torch.allclose(stepped, full, atol=1e-5):
             raise RuntimeError("the lab's cached steps disagree with the full forward pass")
-        recompute = median_seconds(lambda: generate(layer, sequence), repeats, warmup=0)
-        cached = median_seconds(lambda: generate(layer, sequence, cache_class), repeats, warmup=0)
+        recompute = call_seconds(lambda: generate(layer, sequence), repeats=repeats, warmup=0)
+        cached = call_seconds(
+            lambda: generate(layer, sequence, cache_class), repeats=repeats, warmup=0
+        )
     return recompute / cached
 
 
 def run(repeats=5, num_threads=1, seed=0):
     """The three figures of lab 09, as {name: value}."""
     namespace = load_solution()
-    previous_threads = torch.get_num_threads()
-    if num_threads is not None:
-        torch.set_num_threads(num_threads)
-    try:
+    with torch_threads(num_threads):
         with torch.random.fork_rng():
             torch.manual_seed(seed)
             peak_ratio, time_ratio = attention_figures(namespace, repeats)
             speedup = kv_cache_speedup(namespace, repeats)
-    finally:
-        torch.set_num_threads(previous_threads)
     return {
         "chunked_attention_peak_ratio": peak_ratio,
         "chunked_vs_sdpa_time_ratio": time_ratio,

@@ -22,11 +22,10 @@ import argparse
 import statistics
 from dataclasses import replace
 
-import torch
-
 from course import paths, submissions
 from utils.data import TARGET_LENGTH
 from utils.seq2seq import N_FEATURES, RECIPE, Encoder, baseline_model, train_seq2seq
+from utils.timing import torch_threads
 
 ASSIGNMENT = "06_seq2seq_attention"
 SEEDS = (0, 1, 2, 3, 4)
@@ -72,16 +71,11 @@ def run(num_threads=2, recipe=RECIPE, root=paths.ROOT, seeds=SEEDS) -> dict:
     def build_baseline():
         return baseline_model(recipe.hidden_dim, recipe.teacher_forcing)
 
-    previous = torch.get_num_threads()
-    if num_threads is not None:
-        torch.set_num_threads(num_threads)
-    try:
+    with torch_threads(num_threads):
         warm_up(build_attention, recipe)
         warm_up(build_baseline, recipe)
         attention_mse, attention_seconds = median_figures(build_attention, recipe, seeds)
         baseline_mse, baseline_seconds = median_figures(build_baseline, recipe, seeds)
-    finally:
-        torch.set_num_threads(previous)
     return {
         "seq2seq_attention_test_mse": attention_mse,
         "seq2seq_attention_train_seconds": attention_seconds,

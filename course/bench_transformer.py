@@ -25,7 +25,8 @@ import statistics
 import torch
 from torch import nn
 
-from course import bench_mha, submissions
+from course import submissions
+from utils.timing import alternate_seconds, torch_threads
 from utils.transformer import TinyCausalLM, reversal_accuracy, reversal_data, train_reversal
 
 ASSIGNMENT = "08_transformer_block"
@@ -55,7 +56,7 @@ def block_ratio(namespace, repeats, warmup, seed):
     with torch.no_grad():
         if not torch.allclose(ours(x, mask=causal)[0], theirs(x, src_mask=~causal), atol=1e-4):
             raise RuntimeError("the lab's block disagrees with nn.TransformerEncoderLayer")
-        ours_seconds, torch_seconds = bench_mha.alternate_medians(
+        ours_seconds, torch_seconds = alternate_seconds(
             lambda: ours(x, mask=causal), lambda: theirs(x, src_mask=~causal), repeats, warmup
         )
     return {
@@ -86,14 +87,9 @@ def toy_lm(namespace, seeds=TOY_SEEDS):
 
 def run(repeats=21, warmup=3, num_threads=1, seed=0, seeds=TOY_SEEDS):
     """The lesson's figures: block vs PyTorch timing, the toy model's accuracy and training time."""
-    previous_threads = torch.get_num_threads()
-    if num_threads is not None:
-        torch.set_num_threads(num_threads)
-    try:
+    with torch_threads(num_threads):
         namespace = submissions.load_solution(ASSIGNMENT)
         return {**block_ratio(namespace, repeats, warmup, seed), **toy_lm(namespace, seeds)}
-    finally:
-        torch.set_num_threads(previous_threads)
 
 
 def main(argv=None):
