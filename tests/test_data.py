@@ -9,7 +9,6 @@ from utils.data import (
     SquaresData,
     direction_name,
     make_squares,
-    squares_loaders,
     squares_tensors,
 )
 
@@ -126,7 +125,6 @@ def test_make_squares_leaves_global_rng_alone():
     numpy_state = np.random.get_state()
     torch_state = torch.get_rng_state()
     make_squares(10, seed=0, variable_length=True)
-    squares_loaders(10, 10, train_seed=0, test_seed=1)
     after = np.random.get_state()
     assert numpy_state[0] == after[0] and np.array_equal(numpy_state[1], after[1])
     assert numpy_state[2:] == after[2:]
@@ -166,70 +164,6 @@ def test_squares_tensors_types_and_copies():
 def test_squares_tensors_rejects_other_types():
     with pytest.raises(ValueError, match="data must be a SquaresData"):
         squares_tensors((np.zeros((2, 2, 2)), np.zeros((2, 2, 2))))
-
-
-def test_loaders_fixed_length_batches():
-    train, test = squares_loaders(40, 12, train_seed=0, test_seed=1, batch_size=16)
-    batch = next(iter(train))
-    assert len(batch) == 2
-    source, target = batch
-    assert source.shape == (16, 2, 2) and target.shape == (16, 2, 2)
-    assert sum(len(b[0]) for b in train) == 40
-    assert sum(len(b[0]) for b in test) == 12
-
-
-def test_loaders_variable_length_batches_carry_lengths():
-    train, _ = squares_loaders(10, 10, train_seed=0, test_seed=1, variable_length=True)
-    source, target, lengths = next(iter(train))
-    assert source.shape[1:] == (3, 2) and target.shape[1:] == (2, 2)
-    assert lengths.dtype == torch.int64
-
-
-def test_loaders_use_the_given_seeds_and_test_set_is_new_data():
-    train, test = squares_loaders(20, 20, train_seed=3, test_seed=4, batch_size=20)
-    ((train_source, _),) = list(train)
-    ((test_source, _),) = list(test)
-    expected_train = torch.from_numpy(make_squares(20, seed=3).source)
-    expected_test = torch.from_numpy(make_squares(20, seed=4).source)
-    assert torch.equal(test_source, expected_test)  # not shuffled
-    assert not torch.equal(train_source, expected_train)  # shuffled ...
-    by_first_x = torch.argsort(train_source[:, 0, 0])
-    expected_by_first_x = torch.argsort(expected_train[:, 0, 0])
-    assert torch.equal(train_source[by_first_x], expected_train[expected_by_first_x])  # ... same
-    assert not torch.equal(test_source, expected_train)
-
-
-def test_train_shuffle_is_reproducible_and_test_is_not_shuffled():
-    def first_epoch(shuffle_seed):
-        train, test = squares_loaders(32, 32, 0, 1, batch_size=8, shuffle_seed=shuffle_seed)
-        return torch.cat([b[0] for b in train]), torch.cat([b[0] for b in test])
-
-    train_a, test_a = first_epoch(0)
-    train_b, test_b = first_epoch(0)
-    train_c, test_c = first_epoch(1)
-    assert torch.equal(train_a, train_b)
-    assert not torch.equal(train_a, train_c)
-    assert torch.equal(test_a, test_c)
-
-
-@pytest.mark.parametrize(
-    ("kwargs", "message"),
-    [
-        ({"train_seed": 2, "test_seed": 2}, "train_seed and test_seed must differ"),
-        ({"n_train": 0}, "n_train must be a positive integer"),
-        ({"n_test": -3}, "n_test must be a positive integer"),
-        ({"batch_size": 0}, "batch_size must be a positive integer"),
-        ({"train_seed": -1}, "train_seed must be a non-negative integer"),
-        ({"test_seed": 1.5}, "test_seed must be a non-negative integer"),
-        ({"shuffle_seed": None}, "shuffle_seed must be a non-negative integer"),
-        ({"noise": -1}, "noise must be a non-negative number"),
-        ({"variable_length": 1}, "variable_length must be True or False"),
-    ],
-)
-def test_loaders_reject_bad_arguments(kwargs, message):
-    arguments = {"n_train": 8, "n_test": 8, "train_seed": 0, "test_seed": 1, **kwargs}
-    with pytest.raises(ValueError, match=message):
-        squares_loaders(**arguments)
 
 
 def test_direction_name():

@@ -140,11 +140,16 @@ def test_fit_accepts_models_returning_a_tuple():
     assert prediction.shape == (4, 1) and weights.shape == (4, 3)
 
 
-def test_teacher_forcing_passes_the_target_only_in_training():
+def test_a_forward_function_can_pass_the_target_only_in_training():
     train, val = regression_loaders()
     with seeded(0):
         model = RecordsCalls()
-    fit(model, train, val, epochs=1, teacher_forcing=True)
+
+    def forward(model, batch):
+        x, y = batch
+        return model(x, y) if model.training else model(x)
+
+    fit(model, train, val, epochs=1, forward=forward)
     training_calls = [given for training, given in model.calls if training]
     eval_calls = [given for training, given in model.calls if not training]
     assert training_calls and all(training_calls)

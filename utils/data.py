@@ -8,7 +8,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from torch.utils.data import DataLoader, TensorDataset
 
 from utils import validation
 
@@ -113,44 +112,3 @@ def squares_tensors(data: SquaresData) -> tuple[torch.Tensor, torch.Tensor, torc
     target = torch.tensor(data.target, dtype=torch.float32)
     lengths = torch.tensor(data.lengths, dtype=torch.int64)
     return source, target, lengths
-
-
-def _squares_dataset(n, seed, noise, variable_length) -> TensorDataset:
-    """A TensorDataset of (source, target) or (source, target, lengths) if variable_length."""
-    source, target, lengths = squares_tensors(make_squares(n, seed, noise, variable_length))
-    if variable_length:
-        return TensorDataset(source, target, lengths)
-    return TensorDataset(source, target)
-
-
-def squares_loaders(
-    n_train,
-    n_test,
-    train_seed,
-    test_seed,
-    batch_size=32,
-    noise=0.1,
-    variable_length=False,
-    shuffle_seed=0,
-) -> tuple[DataLoader, DataLoader]:
-    """Train and test loaders over new data sets; batches (source, target[, lengths])."""
-    n_train = validation.positive_int(n_train, "n_train")
-    n_test = validation.positive_int(n_test, "n_test")
-    train_seed = validation.seed(train_seed, "train_seed")
-    test_seed = validation.seed(test_seed, "test_seed")
-    if train_seed == test_seed:
-        raise ValueError(
-            f"train_seed and test_seed must differ so the test set is new data, "
-            f"got both {train_seed}"
-        )
-    batch_size = validation.positive_int(batch_size, "batch_size")
-    shuffle_seed = validation.seed(shuffle_seed, "shuffle_seed")
-
-    train_set = _squares_dataset(n_train, train_seed, noise, variable_length)
-    test_set = _squares_dataset(n_test, test_seed, noise, variable_length)
-    shuffle_generator = torch.Generator().manual_seed(shuffle_seed)
-    train_loader = DataLoader(
-        train_set, batch_size=batch_size, shuffle=True, generator=shuffle_generator
-    )
-    test_loader = DataLoader(test_set, batch_size=batch_size, shuffle=False)
-    return train_loader, test_loader

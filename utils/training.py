@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -51,16 +51,10 @@ def _split_batch(batch) -> tuple[torch.Tensor, torch.Tensor]:
     return batch[0], batch[1]
 
 
-def _default_forward(teacher_forcing: bool) -> Callable:
-    """A forward(model, batch): model(x, y) when training with teacher forcing, else model(x)."""
-
-    def forward(model: nn.Module, batch) -> torch.Tensor:
-        x, y = _split_batch(batch)
-        if teacher_forcing and model.training:
-            return model(x, y)
-        return model(x)
-
-    return forward
+def _default_forward(model: nn.Module, batch) -> torch.Tensor:
+    """The default forward(model, batch): model(x) for a batch (x, y[, *extra])."""
+    x, _ = _split_batch(batch)
+    return model(x)
 
 
 def _run_epoch(model, loader, loss_fn, forward, optimizer=None) -> float:
@@ -90,7 +84,6 @@ def fit(
     lr=1e-2,
     loss_fn=None,
     seed=0,
-    teacher_forcing=False,
     forward=None,
 ) -> History:
     """Train model with Adam on batches (x, y[, *extra]) for epochs; returns the History."""
@@ -98,8 +91,7 @@ def fit(
     _check_loader(train_loader, "train_loader")
     if val_loader is not None:
         _check_loader(val_loader, "val_loader")
-    if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
-        raise ValueError(f"epochs must be a positive integer, got {epochs!r}")
+    validation.positive_int(epochs, "epochs")
     lr = validation.positive_number(lr, "lr")
     validation.seed(seed)
     _check_optional_callable(loss_fn, "loss_fn")
@@ -109,7 +101,7 @@ def fit(
         raise ValueError("model must have at least one trainable parameter, got none")
 
     loss_fn = loss_fn or nn.MSELoss()
-    forward = forward or _default_forward(bool(teacher_forcing))
+    forward = forward or _default_forward
     history = History()
     with seeded(seed):
         optimizer = torch.optim.Adam(parameters, lr=lr)
@@ -131,7 +123,7 @@ def evaluate(model, loader, loss_fn=None, forward=None) -> float:
     model.eval()
     with torch.no_grad():
         loss_fn = loss_fn or nn.MSELoss()
-        return _run_epoch(model, loader, loss_fn, forward or _default_forward(False))
+        return _run_epoch(model, loader, loss_fn, forward or _default_forward)
 
 
 def predict_with_weights(model, x, **kwargs):
