@@ -18,12 +18,12 @@ cores or on other jobs competing for them; ``num_threads=None`` (``--threads 0``
 setting as it is.
 """
 
-import argparse
 
 import torch
 from torch import nn
 
 from course import paths, submissions
+from course.bench_cli import lesson_main
 from utils.timing import alternate_seconds, torch_threads
 
 ASSIGNMENT = "07_multihead_attention"
@@ -81,19 +81,8 @@ def run(repeats=21, warmup=3, num_threads=1, seed=0):
 
 
 def main(argv=None):
-    """Command-line entry point: print `name: value` lines."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=21, help="timed calls per layer")
-    parser.add_argument(
-        "--threads",
-        type=int,
-        default=1,
-        help="torch threads during the timing (0: leave the setting as it is)",
-    )
-    args = parser.parse_args(argv)
-    results = run(repeats=args.repeats, num_threads=args.threads or None)
-    for name, value in results.items():
-        print(f"{name}: {value:.6g}")
+    """Command-line entry point: print one `name: value` line per figure."""
+    lesson_main(run, __doc__, argv, repeats=21)
 
 
 if __name__ == "__main__":

@@ -20,13 +20,13 @@ Threads: by default the measures run on one thread (`torch.set_num_threads(1)`, 
 afterwards), as the course's notebooks do; ``--threads 0`` leaves the setting as it is.
 """
 
-import argparse
 import math
 
 import torch
 import torch.nn.functional as F
 
 from course import paths, submissions
+from course.bench_cli import lesson_main
 from utils.memory import peak_memory
 from utils.timing import call_seconds, torch_threads
 
@@ -106,19 +106,8 @@ def run(repeats=5, num_threads=1, seed=0):
 
 
 def main(argv=None):
-    """Command-line entry point: print `name: value` lines."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=5, help="timed calls per measure")
-    parser.add_argument(
-        "--threads",
-        type=int,
-        default=1,
-        help="torch threads during the measures (0: leave the setting as it is)",
-    )
-    args = parser.parse_args(argv)
-    results = run(repeats=args.repeats, num_threads=args.threads or None)
-    for name, value in results.items():
-        print(f"{name}: {value:.6g}")
+    """Command-line entry point: print one `name: value` line per figure."""
+    lesson_main(run, __doc__, argv, repeats=5)
 
 
 if __name__ == "__main__":

@@ -18,11 +18,11 @@ Threads: 2 by default (``torch.set_num_threads(2)``, restored afterwards), as th
 for 2 cores; the lecture and the lab train on 1 thread so that their numbers are reproducible.
 """
 
-import argparse
 import statistics
 from dataclasses import replace
 
 from course import paths, submissions
+from course.bench_cli import lesson_main
 from utils.data import TARGET_LENGTH
 from utils.seq2seq import N_FEATURES, RECIPE, Encoder, baseline_model, train_seq2seq
 from utils.timing import torch_threads
@@ -86,11 +86,7 @@ def run(num_threads=2, recipe=RECIPE, root=paths.ROOT, seeds=SEEDS) -> dict:
 
 def main(argv=None):
     """Command-line entry point: print one `name: value` line per figure."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--threads", type=int, default=2, help="torch threads (0: leave as is)")
-    args = parser.parse_args(argv)
-    for name, value in run(num_threads=args.threads or None).items():
-        print(f"{name}: {value:.4f}", flush=True)
+    lesson_main(run, __doc__, argv, threads=2)
 
 
 if __name__ == "__main__":

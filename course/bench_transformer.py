@@ -19,13 +19,13 @@ Everything runs on one thread (``torch.set_num_threads(1)``, restored afterwards
 notebooks do.
 """
 
-import argparse
 import statistics
 
 import torch
 from torch import nn
 
 from course import submissions
+from course.bench_cli import lesson_main
 from utils.timing import alternate_seconds, torch_threads
 from utils.transformer import TinyCausalLM, reversal_accuracy, reversal_data, train_reversal
 
@@ -93,18 +93,8 @@ def run(repeats=21, warmup=3, num_threads=1, seed=0, seeds=TOY_SEEDS):
 
 
 def main(argv=None):
-    """Command-line entry point: print `name: value` lines."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=21, help="timed calls per layer")
-    parser.add_argument(
-        "--threads",
-        type=int,
-        default=1,
-        help="torch threads during the timing (0: leave the setting as it is)",
-    )
-    args = parser.parse_args(argv)
-    for name, value in run(repeats=args.repeats, num_threads=args.threads or None).items():
-        print(f"{name}: {value:.6g}")
+    """Command-line entry point: print one `name: value` line per figure."""
+    lesson_main(run, __doc__, argv, repeats=21)
 
 
 if __name__ == "__main__":

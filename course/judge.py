@@ -36,6 +36,7 @@ from nbformat.v4 import new_output
 
 from course import wire
 from course.fastkernel import ForkingExecute
+from course.integrity import instructor_cells
 from course.notebooks import HIDDEN_TESTS, is_test, nbgrader_meta
 
 AGENT_FILE = "course_judge_agent.py"
@@ -355,7 +356,7 @@ class JudgeExecute(ForkingExecute):
 
     def preprocess(self, nb, resources, km=None):
         """Execute the notebook: student and locked cells in the kernel, test cells here."""
-        self.trusted = trusted_cells(resources)
+        self.trusted = instructor_cells(resources)
         self.namespace = {"__name__": "__main__"}
         self.replay = []
         self.trusted_names = set()
@@ -493,20 +494,6 @@ class JudgeExecute(ForkingExecute):
                     run_sync(self.km.restart_kernel)(now=True)
                     link.connect()
         link.deadline = None
-
-
-def trusted_cells(resources):
-    """grade_id -> source of each locked cell of this notebook, as the gradebook holds it."""
-    from nbgrader.api import Gradebook
-
-    info = resources["nbgrader"]
-    with Gradebook(info["db_url"]) as gradebook:
-        notebook = gradebook.find_notebook(info["notebook"], info["assignment"])
-        return {
-            cell.name: cell.source
-            for cell in notebook.source_cells
-            if cell.locked and cell.cell_type == "code"
-        }
 
 
 def close_figures():
