@@ -231,8 +231,6 @@ def test_lectures_show_the_idea_not_the_labs_lines(assignment):
     )
 
 
-# Labs whose visible test cells are still being shortened.
-LONG_TEST_CELLS_ALLOWED = {"06_seq2seq_attention"}
 MAX_VISIBLE_TEST_LINES = 25
 
 
@@ -249,8 +247,6 @@ def graded_test_cells(assignment):
 def test_visible_test_cells_are_short(assignment):
     # A visible test reads as a list of checks: inputs, references and helper models live in
     # locked cells above it.
-    if assignment in LONG_TEST_CELLS_ALLOWED:
-        pytest.skip(f"{assignment} may still have long visible test cells")
     for grade_id, source in graded_test_cells(assignment):
         visible = source.split("### BEGIN HIDDEN TESTS")[0]
         lines = len(visible.splitlines())
