@@ -26,6 +26,15 @@ class Mistake:
     message: str
 
 
+def with_replacements(code, *replacements):
+    """`code` with each text `old` of the pairs (old, new) replaced by `new`; each old once."""
+    for old, new in zip(replacements[::2], replacements[1::2], strict=True):
+        if code.count(old) != 1:
+            raise ValueError(f"{old!r} is not exactly once in the code")
+        code = code.replace(old, new)
+    return code
+
+
 def solution_cells(assignment, root=paths.ROOT, cell_types=("code", "markdown")):
     """Map grade_id -> instructor answer (delimiters removed) for every solution cell."""
     nb = notebooks.read(Path(root) / "source" / assignment / paths.lab_filename(assignment))

@@ -1,6 +1,6 @@
 """Typical mistakes in lab 07: each must lose points and show the message that names it."""
 
-from course.submissions import Mistake
+from course.submissions import Mistake, with_replacements
 
 # A correct layer; the layer's mistakes below each change one part of it.
 _LAYER = '''
@@ -39,12 +39,7 @@ class MultiHeadAttention(nn.Module):
 
 def _layer_with(*replacements):
     """The correct layer with each text `old` of the pairs (old, new) replaced by `new`."""
-    code = _LAYER
-    for old, new in zip(replacements[::2], replacements[1::2], strict=True):
-        if code.count(old) != 1:
-            raise ValueError(f"{old!r} is not exactly once in the layer")
-        code = code.replace(old, new)
-    return code
+    return with_replacements(_LAYER, *replacements)
 
 
 MISTAKES = [

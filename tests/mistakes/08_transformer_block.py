@@ -1,6 +1,7 @@
 """Typical mistakes in lab 08: each must lose points and show the message that names it."""
 
 from course.submissions import Mistake
+from course.submissions import with_replacements as _with
 
 # Correct answers; each mistake below changes one part of one of them.
 _SINUSOIDAL = '''
@@ -80,14 +81,6 @@ _POST_LN = """        attended, weights = self.self_attn(x, x, x, attn_mask=forb
         h = self.dropout(torch.relu(self.linear1(x)))
         x = self.norm2(x + self.dropout2(self.linear2(h)))"""
 
-
-def _with(code, *replacements):
-    """`code` with each text `old` of the pairs (old, new) replaced by `new`."""
-    for old, new in zip(replacements[::2], replacements[1::2], strict=True):
-        if code.count(old) != 1:
-            raise ValueError(f"{old!r} is not exactly once in the code")
-        code = code.replace(old, new)
-    return code
 
 
 MISTAKES = [

@@ -1,6 +1,7 @@
 """Typical mistakes in lab 09: each must lose points and show the message that names it."""
 
 from course.submissions import Mistake
+from course.submissions import with_replacements as _with
 
 # Correct solutions; each mistake below changes one part of one of them.
 _ONLINE_SOFTMAX = '''
@@ -100,14 +101,6 @@ class CachedSelfAttention(nn.Module):
         return self.w_o(weights @ values), weights
 '''
 
-
-def _with(code, *replacements):
-    """`code` with each text `old` of the pairs (old, new) replaced by `new`."""
-    for old, new in zip(replacements[::2], replacements[1::2], strict=True):
-        if code.count(old) != 1:
-            raise ValueError(f"{old!r} is not exactly once in the code")
-        code = code.replace(old, new)
-    return code
 
 
 MISTAKES = [
