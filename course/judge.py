@@ -139,11 +139,9 @@ class KernelLink:
                 continue
         raise KernelTrouble("the grader could not listen to the kernel's messages")
 
-    def execute(self, code, user_expressions=None):
+    def execute(self, code):
         """Run code in the kernel (silently) and return the execute reply's content."""
-        msg_id = self.client.execute(
-            code, silent=True, store_history=False, user_expressions=user_expressions or {}
-        )
+        msg_id = self.client.execute(code, silent=True, store_history=False)
         return self.wait_for_reply(msg_id)
 
     def wait_for_reply(self, msg_id, channel="shell"):
