@@ -64,15 +64,21 @@ def discard_unfinished(assignment, students, root=paths.ROOT):
             shutil.rmtree(folder)
 
 
-def executed(path):
-    """True when the notebook at `path` exists and was executed."""
+def executed_notebook(path):
+    """The notebook at `path` if it exists and was executed, else None."""
     if not path.exists():
-        return False
+        return None
     try:
         nb = notebooks.read(path)
     except Exception:  # noqa: BLE001 - a half-written file counts as not executed
-        return False
-    return any(cell.get("execution_count") for cell in nb.cells if cell.cell_type == "code")
+        return None
+    ran = any(cell.get("execution_count") for cell in nb.cells if cell.cell_type == "code")
+    return nb if ran else None
+
+
+def executed(path):
+    """True when the notebook at `path` exists and was executed."""
+    return executed_notebook(path) is not None
 
 
 def autograde(assignment, root=paths.ROOT):
@@ -108,9 +114,9 @@ def reviewed(assignment, students, root):
     lines = []
     notebook = paths.lab_filename(assignment)
     for student in students:
-        path = paths.autograded(root, student, assignment) / notebook
-        if executed(path):
-            findings = notebooks.read(path).metadata.get(integrity.REVIEW_KEY, [])
+        nb = executed_notebook(paths.autograded(root, student, assignment) / notebook)
+        if nb is not None:
+            findings = nb.metadata.get(integrity.REVIEW_KEY, [])
             lines.extend(f"  {student}: {finding}" for finding in findings)
     if lines:
         lines.insert(0, "to review (refused cells score 0; forbidden calls are for you to judge):")
