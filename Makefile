@@ -14,6 +14,9 @@ BIN := $(CURDIR)/$(VENV)/bin
 STAMP := $(VENV)/.installed
 export PATH := $(BIN):$(PATH)
 export PYTHONHASHSEED := 0
+# `course/` (the instructor's tools, which nbgrader_config.py imports) is not installed: students
+# install `utils` only. Every command here finds it on the path.
+export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))
 
 ASSIGNMENT ?=
 LMS_GRADEBOOK ?=

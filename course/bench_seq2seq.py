@@ -3,9 +3,11 @@
 The attention model is the lab's own solution: the solution cells of
 source/06_seq2seq_attention/06_seq2seq_attention_lab.ipynb, executed in a fresh namespace after
 the import statements of the lab's setup cell (only its imports: the rest of that cell seeds the
-random generator and changes the number of threads of the whole process).
+random generator and changes the number of threads of the whole process). The plain model is the
+lecture's own `PlainEncoderDecoder`, loaded from notebooks/06_seq2seq_attention.ipynb in the same
+way (`course.notebooks.load_definitions`).
 
-Both models train with `utils.seq2seq.RECIPE`, the recipe of the lecture and of the lab's training
+Both models train with `utils.recipe.RECIPE`, the recipe of the lecture and of the lab's training
 test (same data, hidden size, batch size, epochs and learning rate), from each of the seeds 0-4,
 and are tested on the recipe's test set (new squares from another seed). Each figure is the median
 over the seeds. The seconds count the training loop only (`utils.training.fit`, without a
@@ -20,20 +22,34 @@ for 2 cores; the lecture and the lab train on 1 thread so that their numbers are
 
 import statistics
 from dataclasses import replace
+from pathlib import Path
 
-from course import paths, submissions
+from course import notebooks, paths, submissions
 from course.bench_cli import lesson_main
 from utils.data import TARGET_LENGTH
-from utils.seq2seq import N_FEATURES, RECIPE, Encoder, baseline_model, train_seq2seq
+from utils.recipe import RECIPE, train_seq2seq
+from utils.seq2seq import N_FEATURES, Encoder
 from utils.timing import torch_threads
 
 ASSIGNMENT = "06_seq2seq_attention"
+LECTURE = "notebooks/06_seq2seq_attention.ipynb"
 SEEDS = (0, 1, 2, 3, 4)
 
 
 def load_solution(root=paths.ROOT):
     """A fresh namespace with the lab's solution code (see course.submissions.load_solution)."""
     return submissions.load_solution(ASSIGNMENT, root)
+
+
+def plain_builder(recipe=RECIPE, root=paths.ROOT):
+    """A function that builds a fresh PlainEncoderDecoder of lecture 06, sized by the recipe."""
+    plain = notebooks.load_definitions(Path(root) / LECTURE, ["PlainEncoderDecoder"])
+    cls = plain["PlainEncoderDecoder"]
+
+    def build():
+        return cls(recipe.hidden_dim, TARGET_LENGTH, teacher_forcing=recipe.teacher_forcing)
+
+    return build
 
 
 def attention_builder(namespace, recipe=RECIPE):
@@ -67,9 +83,7 @@ def median_figures(build, recipe, seeds):
 def run(num_threads=2, recipe=RECIPE, root=paths.ROOT, seeds=SEEDS) -> dict:
     """Median test MSE and training seconds over seeds: the lab's attention model, the plain one."""
     build_attention = attention_builder(load_solution(root), recipe)
-
-    def build_baseline():
-        return baseline_model(recipe.hidden_dim, recipe.teacher_forcing)
+    build_baseline = plain_builder(recipe, root)
 
     with torch_threads(num_threads):
         warm_up(build_attention, recipe)

@@ -1,5 +1,6 @@
 """Read, transform, execute and write notebooks deterministically."""
 
+import ast
 import os
 import re
 
@@ -96,3 +97,34 @@ def output_text(nb):
             else:
                 parts.append(output.get("data", {}).get("text/plain", ""))
     return "\n".join(parts)
+
+
+DEFINITIONS = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef)
+
+
+def load_definitions(path, names):
+    """A namespace with a notebook's imports and the code cells that define `names`.
+
+    The imports are those of the first code cell (its other lines, which seed the generator or
+    change the number of threads, are left out). A cell that defines one of `names` must hold
+    nothing but imports, functions and classes, so loading it runs no computation.
+    """
+    cells = [cell for cell in read(path).cells if cell.cell_type == "code"]
+    first = ast.parse(cells[0].source).body
+    imports = [node for node in first if isinstance(node, ast.Import | ast.ImportFrom)]
+    namespace = {"__name__": f"{os.path.basename(str(path))} definitions"}
+    exec(compile(ast.Module(body=imports, type_ignores=[]), f"<{path} imports>", "exec"), namespace)
+    wanted = set(names)
+    for index, cell in enumerate(cells[1:], start=1):
+        body = ast.parse(cell.source).body
+        defined = {node.name for node in body if isinstance(node, ast.FunctionDef | ast.ClassDef)}
+        if not defined & wanted:
+            continue
+        if not all(isinstance(node, DEFINITIONS) for node in body):
+            raise ValueError(f"{path}: code cell {index} defines {sorted(defined & wanted)} "
+                             "beside statements that are not definitions")
+        exec(compile(cell.source, f"<{path} code cell {index}>", "exec"), namespace)
+    missing = wanted - set(namespace)
+    if missing:
+        raise ValueError(f"{path} defines no {sorted(missing)}")
+    return namespace

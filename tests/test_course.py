@@ -198,15 +198,8 @@ def solution_lines(assignment):
     return found
 
 
-# utils.seq2seq's plain encoder-decoder, which lecture 06 trains as the baseline, runs the same
-# decoding loop (teacher forcing, predictions fed back) as lab 06's third exercise.
-ANSWER_IN_UTILS_KNOWN = {"06_seq2seq_attention"}
-
-
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_no_solution_line_is_in_utils(assignment):
-    if assignment in ANSWER_IN_UTILS_KNOWN:
-        pytest.skip("the plain encoder-decoder in utils.seq2seq shares exercise 3's decoding loop")
     utils = answer_lines("\n".join(p.read_text() for p in (paths.ROOT / "utils").glob("*.py")))
     shared = sorted(solution_lines(assignment) & utils)
     assert not shared, f"{assignment}: utils/ holds lines of the solution: {shared}"
@@ -310,3 +303,15 @@ def test_test_cells_use_no_name_from_another_test_cell(assignment):
         assert not borrowed, f"{assignment}/{grade_id} uses names of other test cells: {borrowed}"
         for name in top_level_names(cell.source):
             earlier.setdefault(name, grade_id)
+
+
+def test_readme_and_package_docstring_list_every_utils_module():
+    import utils
+
+    modules = {p.stem for p in (paths.ROOT / "utils").glob("*.py")} - {"__init__"}
+    layout = (paths.ROOT / "README.md").read_text().split("## Layout", 1)[1].split("```")[1]
+    listed = set(re.findall(r"^ {15}(\w+(?:, \w+)?)\s", layout, re.MULTILINE))
+    in_readme = {name for entry in listed for name in entry.split(", ")}
+    assert modules == in_readme, f"README lists {sorted(in_readme)}, utils has {sorted(modules)}"
+    missing = [name for name in modules if name not in utils.__doc__]
+    assert not missing, f"utils/__init__.py does not name {missing}"

@@ -1,2 +1,2 @@
-"""Helpers that the course notebooks import: data, training, seq2seq, transformer, plots, display,
-memory, checks."""
+"""Helpers that the course notebooks import: data, training, seq2seq, recipe, transformer, plots,
+display, memory, timing, validation, grading. Students install this package, and only this one."""

@@ -1,4 +1,5 @@
-"""The noisy-squares data set: go round the corners of a square, predict the next two corners."""
+"""The noisy-squares data set (go round the corners of a square, predict the next two corners)
+and `Batches`, which serves tensors in batches."""
 
 from __future__ import annotations
 
@@ -112,3 +113,27 @@ def squares_tensors(data: SquaresData) -> tuple[torch.Tensor, torch.Tensor, torc
     target = torch.tensor(data.target, dtype=torch.float32)
     lengths = torch.tensor(data.lengths, dtype=torch.int64)
     return source, target, lengths
+
+
+class Batches:
+    """Batches (source, target[, lengths]) of tensors, reshuffled each pass by its own generator."""
+
+    def __init__(self, tensors, batch_size: int, shuffle: bool = False, seed: int = 0):
+        self.tensors = tuple(tensors)
+        if not self.tensors or any(len(t) != len(self.tensors[0]) for t in self.tensors):
+            raise ValueError("tensors must be a non-empty sequence of tensors of equal length")
+        self.batch_size = validation.positive_int(batch_size, "batch_size")
+        self.shuffle = shuffle
+        self.generator = torch.Generator().manual_seed(seed)
+
+    def __len__(self) -> int:
+        """Number of batches per pass."""
+        return -(-len(self.tensors[0]) // self.batch_size)
+
+    def __iter__(self):
+        """Yield tuples of batch tensors, in a new random order each pass if shuffle."""
+        n = len(self.tensors[0])
+        order = torch.randperm(n, generator=self.generator) if self.shuffle else torch.arange(n)
+        for start in range(0, n, self.batch_size):
+            index = order[start : start + self.batch_size]  # (B,)
+            yield tuple(t[index] for t in self.tensors)

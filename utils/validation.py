@@ -25,3 +25,11 @@ def positive_number(value, name: str) -> float:
     if isinstance(value, bool) or not is_number or not 0 < value < math.inf:
         raise ValueError(f"{name} must be a positive number, got {value!r}")
     return float(value)
+
+
+def probability(value, name: str) -> float:
+    """Return value as a float, or raise ValueError if it is not a number in [0, 1]."""
+    is_number = isinstance(value, (int, float, np.integer, np.floating))
+    if isinstance(value, bool) or not is_number or not 0 <= value <= 1:
+        raise ValueError(f"{name} must be a probability in [0, 1], got {value!r}")
+    return float(value)

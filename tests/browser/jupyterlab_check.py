@@ -17,6 +17,7 @@ import pytest
 from playwright.sync_api import expect, sync_playwright
 
 from course import paths
+from course.nbgrader_run import nbgrader_environment
 from course.submissions import scratch_course
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
@@ -50,7 +51,7 @@ def server(tmp_path_factory):
         f"--port={port}", f"--IdentityProvider.token={token}", f"--notebook-dir={root}",
         f"--LabApp.user_settings_dir={root / 'lab-settings'}",
     ]  # fmt: skip
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    env = nbgrader_environment()  # the formgrader validates with the course's configuration
     log = open(root / "jupyter.log", "w")  # noqa: SIM115 - closed after the server stops
     process = subprocess.Popen(command, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
