@@ -22,17 +22,12 @@ setting as it is.
 import torch
 from torch import nn
 
-from course import paths, submissions
+from course import submissions
 from course.bench_cli import lesson_main
 from utils.timing import alternate_seconds, torch_threads
 
 ASSIGNMENT = "07_multihead_attention"
 BATCH, LENGTH, D_MODEL, N_HEADS = 32, 128, 256, 8
-
-
-def load_solution(root=paths.ROOT):
-    """A fresh namespace with the lab's solution code (see course.submissions.load_solution)."""
-    return submissions.load_solution(ASSIGNMENT, root)
 
 
 def torch_layer_like(layer):
@@ -50,7 +45,7 @@ def torch_layer_like(layer):
 
 def run(repeats=21, warmup=3, num_threads=1, seed=0):
     """Median forward seconds of the lab's MultiHeadAttention and of nn.MultiheadAttention."""
-    namespace = load_solution()
+    namespace = submissions.load_solution(ASSIGNMENT)
     with torch_threads(num_threads):
         with torch.random.fork_rng():
             torch.manual_seed(seed)

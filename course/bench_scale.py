@@ -25,7 +25,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from course import paths, submissions
+from course import submissions
 from course.bench_cli import lesson_main
 from utils.memory import peak_memory
 from utils.timing import call_seconds, torch_threads
@@ -33,11 +33,6 @@ from utils.timing import call_seconds, torch_threads
 ASSIGNMENT = "09_attention_at_scale"
 LENGTH, D_HEAD, CHUNK_SIZE = 4096, 64, 128
 D_MODEL, TOKENS = 64, 256
-
-
-def load_solution(root=paths.ROOT):
-    """A fresh namespace with the lab's solution code (see course.submissions.load_solution)."""
-    return submissions.load_solution(ASSIGNMENT, root)
 
 
 def naive_attention(query, keys, values):
@@ -92,7 +87,7 @@ def kv_cache_speedup(namespace, repeats):
 
 def run(repeats=5, num_threads=1, seed=0):
     """The three figures of lab 09, as {name: value}."""
-    namespace = load_solution()
+    namespace = submissions.load_solution(ASSIGNMENT)
     with torch_threads(num_threads):
         with torch.random.fork_rng():
             torch.manual_seed(seed)

@@ -36,11 +36,6 @@ LECTURE = "notebooks/06_seq2seq_attention.ipynb"
 SEEDS = (0, 1, 2, 3, 4)
 
 
-def load_solution(root=paths.ROOT):
-    """A fresh namespace with the lab's solution code (see course.submissions.load_solution)."""
-    return submissions.load_solution(ASSIGNMENT, root)
-
-
 def plain_builder(recipe=RECIPE, root=paths.ROOT):
     """A function that builds a fresh PlainEncoderDecoder of lecture 06, sized by the recipe."""
     plain = notebooks.load_definitions(Path(root) / LECTURE, ["PlainEncoderDecoder"])
@@ -82,7 +77,7 @@ def median_figures(build, recipe, seeds):
 
 def run(num_threads=2, recipe=RECIPE, root=paths.ROOT, seeds=SEEDS) -> dict:
     """Median test MSE and training seconds over seeds: the lab's attention model, the plain one."""
-    build_attention = attention_builder(load_solution(root), recipe)
+    build_attention = attention_builder(submissions.load_solution(ASSIGNMENT, root), recipe)
     build_baseline = plain_builder(recipe, root)
 
     with torch_threads(num_threads):

@@ -20,6 +20,7 @@ from catalogue import mistakes
 from nbgrader.api import Gradebook
 
 from course import notebooks, paths
+from course.nbgrader_run import nbgrader_environment
 from course.submissions import cell_scores, fill, scratch_course, solution_cells, submit
 
 LAB = "01_softmax"
@@ -250,7 +251,9 @@ def open_kernel(tmp_path_factory):
 def run_instructor(root, *args, **kwargs):
     """Run `python -m course.instructor ARGS --root ROOT` as the Makefile does."""
     command = [sys.executable, "-m", "course.instructor", *args, "--root", str(root)]
-    return subprocess.run(command, capture_output=True, text=True, timeout=900, **kwargs)
+    return subprocess.run(
+        command, capture_output=True, text=True, timeout=900, env=nbgrader_environment(), **kwargs
+    )
 
 
 def scores(course, student):
@@ -489,7 +492,11 @@ def test_autograde_killed_midway_resumes_without_losing_or_repeating(tmp_path):
         submit(root, LAB, student, slow)
     command = [sys.executable, "-m", "course.instructor", "autograde", LAB, "--root", str(root)]
     process = subprocess.Popen(
-        command, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        command,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=nbgrader_environment(),
     )
     second = paths.autograded(root, "b_second", LAB) / NOTEBOOK
     deadline = time.monotonic() + 120

@@ -19,6 +19,7 @@ from catalogue import mistakes
 
 from course import lms, notebooks, paths
 from course.collect import collect_export
+from course.nbgrader_run import nbgrader_environment
 from course.submissions import autograded_scores, fill, scratch_course, solution_cells
 
 LAB = "01_softmax"
@@ -33,7 +34,9 @@ HIDDEN_LINES = [
 def run_instructor(root, *args):
     """Run `python -m course.instructor ARGS --root ROOT` as the Makefile does."""
     command = [sys.executable, "-m", "course.instructor", *args, "--root", str(root)]
-    return subprocess.run(command, capture_output=True, text=True, timeout=900)
+    return subprocess.run(
+        command, capture_output=True, text=True, timeout=900, env=nbgrader_environment()
+    )
 
 
 def notebook_bytes(nb):

@@ -6,7 +6,7 @@ from dataclasses import replace
 import pytest
 import torch
 
-from course import bench_seq2seq, notebooks, paths
+from course import bench_seq2seq, notebooks, paths, submissions
 from utils.data import Batches
 from utils.recipe import (
     RECIPE,
@@ -219,7 +219,7 @@ def test_train_seq2seq_is_reproducible(variable_length):
 
 
 def test_bench_loads_the_lab_solution_and_reports_every_figure():
-    namespace = bench_seq2seq.load_solution()
+    namespace = submissions.load_solution(bench_seq2seq.ASSIGNMENT)
     assert {"Attention", "DecoderWithAttention", "Seq2SeqWithAttention"} <= set(namespace)
     figures = bench_seq2seq.run(num_threads=1, recipe=TINY, seeds=(0, 1))
     assert set(figures) == {
