@@ -102,6 +102,13 @@ def output_text(nb):
 DEFINITIONS = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef)
 
 
+def import_statements(source):
+    """The import statements of a cell's source, as source code (everything else left out)."""
+    body = ast.parse(source).body
+    imports = [node for node in body if isinstance(node, ast.Import | ast.ImportFrom)]
+    return ast.unparse(ast.Module(body=imports, type_ignores=[]))
+
+
 def load_definitions(path, names):
     """A namespace with a notebook's imports and the code cells that define `names`.
 
@@ -110,10 +117,8 @@ def load_definitions(path, names):
     nothing but imports, functions and classes, so loading it runs no computation.
     """
     cells = [cell for cell in read(path).cells if cell.cell_type == "code"]
-    first = ast.parse(cells[0].source).body
-    imports = [node for node in first if isinstance(node, ast.Import | ast.ImportFrom)]
     namespace = {"__name__": f"{os.path.basename(str(path))} definitions"}
-    exec(compile(ast.Module(body=imports, type_ignores=[]), f"<{path} imports>", "exec"), namespace)
+    exec(compile(import_statements(cells[0].source), f"<{path} imports>", "exec"), namespace)
     wanted = set(names)
     for index, cell in enumerate(cells[1:], start=1):
         body = ast.parse(cell.source).body

@@ -4,7 +4,6 @@ The tests use this to prove that the autograder gives full marks to the solution
 blank release and partial marks, with a targeted message, to each catalogued mistake.
 """
 
-import ast
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,10 +50,7 @@ def setup_imports(assignment, root=paths.ROOT):
     setup = next(
         c.source for c in nb.cells if notebooks.nbgrader_meta(c).get("grade_id") == "setup"
     )
-    imports = [
-        node for node in ast.parse(setup).body if isinstance(node, ast.Import | ast.ImportFrom)
-    ]
-    return ast.unparse(ast.Module(body=imports, type_ignores=[]))
+    return notebooks.import_statements(setup)
 
 
 def load_solution(assignment, root=paths.ROOT):

@@ -3,6 +3,7 @@
 import ast
 from dataclasses import replace
 
+import nbformat
 import pytest
 import torch
 
@@ -229,3 +230,19 @@ def test_bench_loads_the_lab_solution_and_reports_every_figure():
         "seq2seq_baseline_train_seconds",
     }
     assert all(value > 0 for value in figures.values())
+
+
+def test_load_definitions_runs_imports_and_definition_cells_only(tmp_path):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell("import math\nprint('setup runs no further')"),
+        nbformat.v4.new_code_cell("def area(r):\n    return math.pi * r**2"),
+        nbformat.v4.new_code_cell("def noisy():\n    pass\n\nprint('computation')"),
+    ]
+    notebooks.write(nb, tmp_path / "lecture.ipynb")
+    namespace = notebooks.load_definitions(tmp_path / "lecture.ipynb", ["area"])
+    assert namespace["area"](1.0) == pytest.approx(3.14159, rel=1e-5)
+    with pytest.raises(ValueError, match="not definitions"):
+        notebooks.load_definitions(tmp_path / "lecture.ipynb", ["noisy"])
+    with pytest.raises(ValueError, match="defines no"):
+        notebooks.load_definitions(tmp_path / "lecture.ipynb", ["volume"])
