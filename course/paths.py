@@ -20,6 +20,11 @@ def lab_filename(assignment):
     return f"{assignment}_lab.ipynb"
 
 
+def source_lab(assignment, root=ROOT):
+    """Path of the instructor version of a lab: source/<assignment>/<assignment>_lab.ipynb."""
+    return Path(root) / "source" / assignment / lab_filename(assignment)
+
+
 def lecture_notebooks(root=ROOT):
     """Paths of the lecture notebooks, in order."""
     return sorted((Path(root) / "notebooks").glob("*.ipynb"))

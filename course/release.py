@@ -38,7 +38,7 @@ def generate_solution(course_root, assignment):
     filename = paths.lab_filename(assignment)
     target_dir = Path(course_root) / "solutions" / assignment
     target_dir.mkdir(parents=True, exist_ok=True)
-    nb = solution_notebook(Path(course_root) / "source" / assignment / filename)
+    nb = solution_notebook(paths.source_lab(assignment, course_root))
     notebooks.execute(nb, cwd=target_dir)
     notebooks.write(nb, target_dir / filename)
 

@@ -36,7 +36,7 @@ def with_replacements(code, *replacements):
 
 def solution_cells(assignment, root=paths.ROOT, cell_types=("code", "markdown")):
     """Map grade_id -> instructor answer (delimiters removed) for every solution cell."""
-    nb = notebooks.read(Path(root) / "source" / assignment / paths.lab_filename(assignment))
+    nb = notebooks.read(paths.source_lab(assignment, root))
     return {
         notebooks.nbgrader_meta(cell)["grade_id"]: notebooks.strip_solution_markers(cell.source)
         for cell in nb.cells
@@ -44,13 +44,15 @@ def solution_cells(assignment, root=paths.ROOT, cell_types=("code", "markdown"))
     }
 
 
+def cell_source(assignment, grade_id, root=paths.ROOT):
+    """The source of the cell `grade_id` in a lab's instructor version."""
+    cells = notebooks.read(paths.source_lab(assignment, root)).cells
+    return next(c.source for c in cells if notebooks.nbgrader_meta(c).get("grade_id") == grade_id)
+
+
 def setup_imports(assignment, root=paths.ROOT):
     """The import statements of a lab's setup cell, as source code (its seeding left out)."""
-    nb = notebooks.read(Path(root) / "source" / assignment / paths.lab_filename(assignment))
-    setup = next(
-        c.source for c in nb.cells if notebooks.nbgrader_meta(c).get("grade_id") == "setup"
-    )
-    return notebooks.import_statements(setup)
+    return notebooks.import_statements(cell_source(assignment, "setup", root))
 
 
 def load_solution(assignment, root=paths.ROOT):

@@ -25,7 +25,7 @@ FORBIDDEN_IN_RELEASE = [
 
 def source_notebook(assignment):
     """The instructor version of a lab."""
-    return notebooks.read(paths.SOURCE / assignment / paths.lab_filename(assignment))
+    return notebooks.read(paths.source_lab(assignment))
 
 
 def generated(folder, assignment):
@@ -60,7 +60,7 @@ def notebook_lines(nb):
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_source_passes_nbgrader_validation(assignment):
-    results = Validator().validate(str(paths.SOURCE / assignment / paths.lab_filename(assignment)))
+    results = Validator().validate(str(paths.source_lab(assignment)))
     assert results == {}, f"{assignment} does not validate: {results}"
 
 
@@ -98,7 +98,7 @@ def test_solutions_show_no_hidden_test(assignment):
     }
     assert "HIDDEN TESTS" not in nbformat.writes(nb)
     public = notebook_lines(
-        release.solution_notebook(paths.SOURCE / assignment / paths.lab_filename(assignment))
+        release.solution_notebook(paths.source_lab(assignment))
     )
     assert not (hidden - public) & notebook_lines(nb)
 

@@ -197,7 +197,7 @@ def test_forbidden_calls_are_listed_not_refused():
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_solutions_and_catalogued_mistakes_are_inside_the_allowlist(assignment):
-    nb = notebooks.read(paths.SOURCE / assignment / paths.lab_filename(assignment))
+    nb = notebooks.read(paths.source_lab(assignment))
     protected, aliases = set(), {}
     for cell in nb.cells:
         if cell.cell_type == "code" and notebooks.nbgrader_meta(cell).get("locked"):

@@ -129,10 +129,7 @@ def test_encoder_decoder_ignores_padding_under_a_mask():
 
 def test_the_labs_threshold_is_the_lectures_plain_model_trained_with_the_recipe():
     # Lab 06's training test compares with PLAIN_TEST_MSE instead of training the plain model.
-    lab = notebooks.read(paths.ROOT / "source" / "06_seq2seq_attention" /
-                         paths.lab_filename("06_seq2seq_attention"))
-    helpers = next(c.source for c in lab.cells
-                   if notebooks.nbgrader_meta(c).get("grade_id") == "training_helpers")
+    helpers = submissions.cell_source(bench_seq2seq.ASSIGNMENT, "training_helpers")
     stated = next(node.value.value for node in ast.parse(helpers).body
                   if isinstance(node, ast.Assign) and node.targets[0].id == "PLAIN_TEST_MSE")
     with torch_threads(1):  # the lecture and the lab train on one thread
