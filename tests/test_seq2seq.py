@@ -128,13 +128,14 @@ def test_encoder_decoder_ignores_padding_under_a_mask():
 
 
 def test_the_labs_threshold_is_the_lectures_plain_model_trained_with_the_recipe():
-    # Lab 06's training test compares with PLAIN_TEST_MSE instead of training the plain model.
+    # Lab 06's training test compares with PLAIN_TEST_MSE instead of training the plain model. It
+    # is stated to two decimals, the precision the threshold needs, so that it holds on every CPU.
     helpers = submissions.cell_source(bench_seq2seq.ASSIGNMENT, "training_helpers")
     stated = next(node.value.value for node in ast.parse(helpers).body
                   if isinstance(node, ast.Assign) and node.targets[0].id == "PLAIN_TEST_MSE")
     with torch_threads(1):  # the lecture and the lab train on one thread
         trained = train_seq2seq(plain_model, RECIPE, seed=0, track_test_loss=False)
-    assert stated == round(trained.test_mse, 4)
+    assert stated == round(trained.test_mse, 2)
 
 
 def test_recipe_validates_and_shortens():
