@@ -1,6 +1,9 @@
 # Attention, Step by Step: every command runs from the repository root.
 #   make lab       set up .venv (first time) and open JupyterLab
 #   make test      set up .venv (first time) and run every check (what CI runs)
+#   make nbval     re-run every stored notebook and compare its outputs, under this CPU's own
+#                  kernels and under the plain (SSE) ones; make nbval-all adds the AVX2 ones;
+#                  make nbval-native / nbval-plain / nbval-avx2  one kernel family alone
 #   make test-browser  a student's first failing test in JupyterLab, in headless Chromium
 #   make release   regenerate release/ and solutions/ from source/ with nbgrader
 #   make lectures  re-execute the lecture notebooks in notebooks/, storing their outputs
@@ -26,8 +29,14 @@ LAB_ARGS ?=
 # Jupyter refuses to run as root (as in a container) unless told to.
 ROOT_ARGS := $(if $(filter 0,$(shell id -u)),--allow-root)
 NBVAL := pytest --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:randomly
+# The x86 kernel families that torch (ATen), oneDNN and MKL choose between at run time. Stored
+# outputs must reproduce under each: `nbval` checks the machine's own kernels and the plain ones
+# (which differ from the native ones on every x86 machine), `nbval-all` the AVX2 ones as well
+# (run it on a machine with AVX-512, whose own kernels are the third family).
+KERNELS_PLAIN := ATEN_CPU_CAPABILITY=default ONEDNN_MAX_CPU_ISA=SSE41 MKL_ENABLE_INSTRUCTIONS=SSE4_2
+KERNELS_AVX2 := ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_ENABLE_INSTRUCTIONS=AVX2
 
-.PHONY: lab test test-browser lint unit nbval release lectures bench autograde feedback grades collect clean
+.PHONY: lab test test-browser lint unit nbval nbval-all nbval-native nbval-plain nbval-avx2 release lectures bench autograde feedback grades collect clean
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -52,8 +61,18 @@ lint: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/pytest tests
 
-nbval: $(STAMP)
+nbval: nbval-native nbval-plain
+
+nbval-all: nbval-native nbval-plain nbval-avx2
+
+nbval-native: $(STAMP)
 	$(BIN)/$(NBVAL) notebooks solutions
+
+nbval-plain: $(STAMP)
+	env $(KERNELS_PLAIN) $(BIN)/$(NBVAL) notebooks solutions
+
+nbval-avx2: $(STAMP)
+	env $(KERNELS_AVX2) $(BIN)/$(NBVAL) notebooks solutions
 
 release: $(STAMP)
 	$(BIN)/python -m course.release $(ASSIGNMENT)
