@@ -2,7 +2,8 @@
 
 During autograde the grader sends this file's source (with `course/wire.py`) to the kernel, and
 then one request per call: call a function the student defined, read an attribute, take an item
-or a length, each as a message on a Jupyter comm. The agent answers on the same comm with the
+or a length, or pin what a name means now (a handle the grader keeps, whatever the name is
+bound to later), each as a message on a Jupyter comm. The agent answers on the same comm with the
 value, encoded by `course.wire`, or with the exception's type and message. It decides nothing:
 every verdict is computed by the grader from these values.
 """
@@ -25,8 +26,10 @@ class Agent:
         """Perform one request and return its JSON reply."""
         try:
             request = loads(request_text)  # noqa: F821 - from course/wire.py, sent along
-            value = self.perform(request)
-            reply = {"value": encode(value, self.handle_of)}  # noqa: F821
+            if request["op"] == "pin":  # a handle, even to data: the object as it is now
+                reply = {"value": self.handle_of(self.target(request["target"]))}
+            else:
+                reply = {"value": encode(self.perform(request), self.handle_of)}  # noqa: F821
         except BaseException as error:  # noqa: BLE001 - every failure goes back to the grader
             reply = {"error": describe(error)}
         return dumps(reply)  # noqa: F821

@@ -41,7 +41,7 @@ def autograde_seconds_per_submission(assignment, students=4, fork=True):
         root = scratch_course(scratch, [assignment])
         if not fork:
             with open(root / "nbgrader_config.py", "a") as config:
-                config.write("\nc.ForkingExecute.fork = False\n")
+                config.write("\nc.ForkingExecute.fork = False\nc.ForkingExecute.sandbox = False\n")
         release = notebooks.read(root / "release" / assignment / paths.lab_filename(assignment))
         submission = fill(release, solution_cells(assignment))
         for number in range(students):

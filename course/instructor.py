@@ -1,6 +1,7 @@
 """The instructor's grading cycle, run from the repository root.
 
-python -m course.instructor autograde [ASSIGNMENT]   grade submitted/ (every lab by default)
+python -m course.instructor autograde [ASSIGNMENT]   grade submitted/ (every lab by default),
+                                                     each kernel in a sandbox (--unsandboxed: not)
 python -m course.instructor collect ASSIGNMENT       collect an LMS export into submitted/
 python -m course.instructor feedback [ASSIGNMENT]    feedback/ HTML and the LMS's feedback zip
 python -m course.instructor grades                   write grades.csv, one row per student
@@ -18,11 +19,18 @@ from pathlib import Path
 
 from nbgrader.api import Gradebook, MissingEntry
 
-from course import integrity, lms, notebooks, paths
+from course import integrity, lms, notebooks, paths, sandbox
 from course.collect import collect_export, read_manifest
 from course.nbgrader_run import nbgrader
 from course.release import generate_release
 
+UNSANDBOXED_MARK = "UNSANDBOXED: "
+NO_SANDBOX = """make autograde refuses to grade: it cannot sandbox each student's kernel here.
+Reason: {reason}
+Student code is untrusted. Grade on a Linux machine (or a VM, or a container allowed to create
+namespaces) where you are root or unprivileged user namespaces are enabled
+(sysctl kernel.unprivileged_userns_clone=1, or user.max_user_namespaces > 0).
+To grade without a sandbox anyway, with your own rights: make autograde UNSANDBOXED=1"""
 GRADES_CSV = "grades.csv"
 UPLOAD = "upload"  # what goes back to the LMS: upload/<assignment>/
 
@@ -81,14 +89,15 @@ def executed(path):
     return executed_notebook(path) is not None
 
 
-def autograde(assignment, root=paths.ROOT):
+def autograde(assignment, root=paths.ROOT, sandboxed=True):
     """Autograde every new or unfinished submission of one lab; return (ok, summary)."""
     students = submitted_students(assignment, root)
     if not students:
         return True, f"{assignment}: no submissions in submitted/"
     ensure_in_gradebook(assignment, root)
     discard_unfinished(assignment, students, root)
-    result = nbgrader(["autograde", assignment], root, check=False)
+    environment = {} if sandboxed else {"COURSE_UNSANDBOXED": "1"}
+    result = nbgrader(["autograde", assignment], root, check=False, environment=environment)
     lines = [summary(assignment, students, root)]
     notebook = paths.lab_filename(assignment)
     for student in students:
@@ -272,6 +281,9 @@ def main(argv=None):
     parser.add_argument("--root", default=str(paths.ROOT), help="course directory")
     parser.add_argument("--lms-gradebook", default="", help="gradebook CSV exported by the LMS")
     parser.add_argument("--lms-column", default="", help="the lab's column in a Canvas gradebook")
+    parser.add_argument(
+        "--unsandboxed", action="store_true", help="autograde without a sandbox (not advised)"
+    )
     args = parser.parse_args(argv)
     root = Path(args.root)
     if args.command == "grades" and args.lms_gradebook:
@@ -290,11 +302,18 @@ def main(argv=None):
         ok, message = collect(args.assignment, root)
         print(message)
         sys.exit(0 if ok else 1)
+    if args.command == "autograde" and not args.unsandboxed:
+        available, reason = sandbox.probe()
+        if not available:
+            print(NO_SANDBOX.format(reason=reason))
+            sys.exit(2)
     all_ok = True
     for assignment in [args.assignment] if args.assignment else paths.assignments(root):
         if args.command == "autograde":
-            ok, message = autograde(assignment, root)
+            ok, message = autograde(assignment, root, sandboxed=not args.unsandboxed)
             all_ok = all_ok and ok
+            if args.unsandboxed:
+                message = "\n".join(UNSANDBOXED_MARK + line for line in message.splitlines())
             print(message, flush=True)
         else:
             print(feedback(assignment, root), flush=True)

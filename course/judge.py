@@ -19,6 +19,7 @@ and only the tests that needed it fail.
 """
 
 import ast
+import builtins
 import contextlib
 import io
 import itertools
@@ -35,7 +36,7 @@ from nbclient.exceptions import DeadKernelError
 from nbformat.v4 import new_output
 
 from course import wire
-from course.fastkernel import ForkingExecute
+from course.fastkernel import MAX_MESSAGE_BYTES, ForkingExecute, bounded_context
 from course.integrity import instructor_cells
 from course.notebooks import HIDDEN_TESTS, is_test, nbgrader_meta
 
@@ -83,7 +84,8 @@ SAFE_EXCEPTIONS = {
 INTERRUPT_GRACE_SECONDS = 5
 POLL_SECONDS = 0.05
 IOPUB_ATTEMPTS = 100
-MAX_REPLY_CHARACTERS = 400_000_000
+MAX_REPLY_CHARACTERS = MAX_MESSAGE_BYTES
+BUILTIN_NAMES = frozenset(dir(builtins))
 
 
 class KernelTrouble(BaseException):
@@ -108,7 +110,7 @@ class KernelLink:
         if self.client is not None:
             self.client.stop_channels()
         # A session of its own: nbclient's client and this one must not share a socket identity.
-        self.client = BlockingKernelClient()
+        self.client = BlockingKernelClient(context=bounded_context())
         self.client.load_connection_info(self.executor.km.get_connection_info(session=False))
         self.client.start_channels()
         self.started = False
@@ -208,6 +210,10 @@ class KernelLink:
         except wire.MalformedValue as error:
             raise MalformedReply(f"the kernel's reply is malformed: {error}") from None
 
+    def pin(self, name):
+        """A handle to the object that `name` means in the kernel now, whatever it means later."""
+        return self.request("pin", {"name": name})
+
     def remote_object(self, record):
         """A proxy for an object that stays in the kernel."""
         types = record.get("types")
@@ -278,25 +284,6 @@ class Remote:
             text = None
         return text if isinstance(text, str) else f"<{self._type[0]} in your kernel>"
 
-    @property
-    def __class__(self):
-        """The nearest torch class of the remote object (nn.Linear, nn.Module), for isinstance."""
-        found = (library_class(name) for name in self._type)
-        return next((kind for kind in found if kind is not None), Remote)
-
-
-def library_class(type_name):
-    """The class named `type_name` when it is one of torch's own, else None."""
-    module_name, _, qualname = type_name.rpartition(".")
-    if not module_name.startswith("torch."):
-        return None
-    import sys
-
-    found = sys.modules.get(module_name)
-    for part in qualname.split("."):
-        found = getattr(found, part, None)
-    return found if isinstance(found, type) else None
-
 
 def handle_for(obj):
     """The wire form of a proxy passed back to the kernel; other objects cannot be sent."""
@@ -305,23 +292,87 @@ def handle_for(obj):
     raise TypeError(f"a {type(obj).__name__} cannot be passed to code in the student's kernel")
 
 
-def bound_names(source, imports=False):
-    """Names that the top level of a cell binds with def, class or assignment (or import)."""
+class _Bindings(ast.NodeVisitor):
+    """The names a piece of code binds in its own scope, and the names it reads anywhere."""
+
+    def __init__(self):
+        self.bound, self.read = set(), set()
+
+    def visit_Name(self, node):
+        (self.read if isinstance(node.ctx, ast.Load) else self.bound).add(node.id)
+
+    def visit_FunctionDef(self, node):
+        self.bound.add(node.name)
+        self.read |= free_names_of(node)
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_ClassDef(self, node):
+        self.bound.add(node.name)
+        self.read |= free_names_of(node)
+
+    def visit_Lambda(self, node):
+        self.read |= free_names_of(node)
+
+    def visit_alias(self, node):
+        if node.name != "*":
+            self.bound.add((node.asname or node.name).split(".")[0])
+
+    def visit_ExceptHandler(self, node):
+        if node.name:
+            self.bound.add(node.name)
+        self.generic_visit(node)
+
+    def visit_MatchAs(self, node):
+        if node.name:
+            self.bound.add(node.name)
+        self.generic_visit(node)
+
+    visit_MatchStar = visit_MatchAs
+
+
+def free_names_of(node):
+    """The names read inside `node` (a function, class or lambda) that it does not bind itself."""
+    read, bound = set(), set()
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.Name):
+            (read if isinstance(inner.ctx, ast.Load) else bound).add(inner.id)
+        elif isinstance(inner, ast.arg):
+            bound.add(inner.arg)
+    return read - bound
+
+
+def _bindings(source):
+    """The _Bindings of a cell's top level, or None when it is not valid Python."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
-        return []
-    names = []
-    for node in tree.body:
-        if imports and isinstance(node, (ast.Import, ast.ImportFrom)):
-            names.extend((alias.asname or alias.name).split(".")[0] for alias in node.names)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.append(node.name)
-        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            for target in targets:
-                names.extend(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
-    return names
+        return None
+    found = _Bindings()
+    found.visit(tree)
+    return found
+
+
+def bound_names(source):
+    """Names that the top level of a cell binds, in any way (def, class, import, for, with, ...)."""
+    found = _bindings(source)
+    return [] if found is None else sorted(found.bound)
+
+
+def free_names(source):
+    """Names a cell reads that its top level does not bind itself."""
+    found = _bindings(source)
+    return set() if found is None else found.read - found.bound
+
+
+def unavailable_helper(name):
+    """A stand-in for an in-kernel helper the kernel could not provide."""
+
+    def helper(*args, **kwargs):
+        raise KernelTrouble(f"the test helper {name} is not available in your kernel")
+
+    helper.__name__ = name
+    return helper
 
 
 def failure_output(error, filename, source, hidden):
@@ -356,8 +407,9 @@ class JudgeExecute(ForkingExecute):
         """Execute the notebook: student and locked cells in the kernel, test cells here."""
         self.trusted = instructor_cells(resources)
         self.namespace = {"__name__": "__main__"}
-        self.replay = []
+        self.replay = []  # (source, locked) of each cell that ran without error
         self.trusted_names = set()
+        self.in_kernel = {}  # name -> the grader's copy of each in-kernel helper
         self.link = None
         self.counter = itertools.count(1)
         os.environ["NBGRADER_EXECUTION"] = "autograde"  # as in the kernel, for the locked cells
@@ -376,15 +428,13 @@ class JudgeExecute(ForkingExecute):
         if trusted is not None and is_test(cell):
             self.run_test(cell, trusted)
             return cell, resources
-        cell = self.run_in_kernel(cell, index)
-        if trusted is not None and cell.source == trusted:
+        locked = trusted is not None and cell.source == trusted
+        cell = self.run_in_kernel(cell, index, locked)
+        if locked:
             self.run_here(trusted, grade_id)
-        else:  # a student's names never replace what a locked cell defined for the tests
-            for name in set(bound_names(cell.source)) - self.trusted_names:
-                self.namespace[name] = self.remote_name(name)
         return cell, resources
 
-    def run_in_kernel(self, cell, index):
+    def run_in_kernel(self, cell, index, locked=False):
         """Execute a cell in the kernel; restart the kernel if the cell killed it."""
         try:
             cell = self.execute_cell(cell, index, store_history=True)
@@ -403,7 +453,7 @@ class JudgeExecute(ForkingExecute):
             self.restart_kernel()
             return cell
         if not any(output.output_type == "error" for output in cell.outputs):
-            self.replay.append(cell.source)
+            self.replay.append((cell.source, locked))
         return cell
 
     def run_here(self, source, grade_id):
@@ -414,12 +464,31 @@ class JudgeExecute(ForkingExecute):
                 exec(compile(source, filename, "exec"), self.namespace)
             except BaseException as error:  # noqa: BLE001 - a helper cell may call student code
                 self.log.info("Locked cell %s failed in the grader: %r", grade_id, error)
-        for name in bound_names(source, imports=True):
+        for name in bound_names(source):
             self.trusted_names.add(name)
             value = self.namespace.get(name)
             if getattr(value, "__dict__", {}).get("__in_kernel__", False) is True:
-                self.namespace[name] = self.remote_name(name)
+                self.in_kernel[name] = value
+        self.pin_helpers(bound_names(source))
         close_figures()
+
+    def pin_helpers(self, names):
+        """Point each in-kernel helper among `names` at what the locked cell bound in the kernel.
+
+        The grader keeps a handle to that object, so a student cell that binds the same name
+        later, in any way, changes nothing here.
+        """
+        for name in names:
+            if name not in self.in_kernel:
+                continue
+            try:
+                pinned = self.kernel_link().pin(name)
+            except BaseException as error:  # noqa: BLE001 - the helper is then unavailable
+                self.log.info("In-kernel helper %s could not be pinned: %r", name, error)
+                pinned = unavailable_helper(name)
+            if type(pinned) is Remote:
+                pinned.__name__ = name
+            self.namespace[name] = pinned if callable(pinned) else unavailable_helper(name)
 
     def remote_name(self, name):
         """A proxy for a name defined in the kernel."""
@@ -437,6 +506,7 @@ class JudgeExecute(ForkingExecute):
         hidden = bool(HIDDEN_TESTS.search(source))
         filename = f"<test cell {grade_id}>"
         link = self.kernel_link()
+        self.bind_student_names(source)
         link.deadline = time.monotonic() + self.timeout if self.timeout else None
         printed = io.StringIO()
         failure = None
@@ -456,6 +526,17 @@ class JudgeExecute(ForkingExecute):
         if failure is not None:
             cell.outputs.append(failure_output(failure, filename, source, hidden))
         cell.execution_count = next(self.counter)
+
+    def bind_student_names(self, source):
+        """Make the names a test cell needs from the student's code proxies to the kernel.
+
+        Only names that are neither builtins nor bound by a locked cell or by the test itself:
+        a student's `bool`, `getattr` or `check_close` never replaces the grader's.
+        """
+        for name in free_names(source) - BUILTIN_NAMES - self.trusted_names:
+            current = self.namespace.get(name)
+            if current is None or (type(current) is Remote and current._target == {"name": name}):
+                self.namespace[name] = self.remote_name(name)
 
     def kernel_alive(self):
         """True while the kernel process runs."""
@@ -482,15 +563,21 @@ class JudgeExecute(ForkingExecute):
         run_sync(self.km.restart_kernel)(now=True)
         link = self.kernel_link()
         link.connect()
-        for source in self.replay:
+        # The whole replay gets one cell's time: a kernel that dies again costs no more.
+        link.deadline = time.monotonic() + (self.timeout or 60)
+        for source, locked in self.replay:
             try:
-                link.deadline = time.monotonic() + (self.timeout or 60)
                 link.execute(source)
+                if locked:
+                    self.pin_helpers(bound_names(source))
             except KernelTrouble:
                 self.log.warning("A cell failed again after the kernel restarted")
                 if not self.kernel_alive():
                     run_sync(self.km.restart_kernel)(now=True)
                     link.connect()
+                if time.monotonic() > link.deadline:
+                    self.log.warning("The replay after a restart ran out of time")
+                    break
         link.deadline = None
 
 

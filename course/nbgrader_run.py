@@ -22,8 +22,8 @@ def nbgrader_environment():
     )
 
 
-def nbgrader(args, course_root, check=True):
-    """Run an nbgrader command with the course root as working directory."""
+def nbgrader(args, course_root, check=True, environment=None):
+    """Run an nbgrader command with the course root as working directory (and extra variables)."""
     command = [sys.executable, "-m", "nbgrader", *args]
     return subprocess.run(
         command,
@@ -31,5 +31,5 @@ def nbgrader(args, course_root, check=True):
         check=check,
         capture_output=True,
         text=True,
-        env=nbgrader_environment(),
+        env={**nbgrader_environment(), **(environment or {})},
     )

@@ -3,12 +3,16 @@
 One scratch course holds one student per scenario of lab 01; a single `make autograde` run grades
 them all, with a 5 s cell limit instead of the course's 30 s to keep the test short. A second
 course switches the allowlist of student cells off, to show that the grader's verdicts hold even
-when a submission controls its whole kernel.
+when a submission controls its whole kernel. A third, also without the allowlist, attacks the
+machine from the kernel: its files, its network, other students' kernels and its resources. The
+sandbox must stop each attack, and no attack may earn a point it did not compute.
 """
 
+import contextlib
 import csv
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -19,7 +23,7 @@ import pytest
 from catalogue import mistakes
 from nbgrader.api import Gradebook
 
-from course import notebooks, paths
+from course import notebooks, paths, sandbox
 from course.nbgrader_run import nbgrader_environment
 from course.submissions import cell_scores, fill, scratch_course, solution_cells, submit
 
@@ -129,9 +133,9 @@ import os
 
 
 def softmax(scores, dim=-1):
-    os.kill(os.getpid(), 9)
+    os._exit(9)
 """
-CRASHES_AT_TOP_LEVEL = "import os\nos.kill(os.getpid(), 9)\n"
+CRASHES_AT_TOP_LEVEL = "import os\nos._exit(9)\n"
 
 
 def release_notebook(root):
@@ -155,7 +159,7 @@ def with_edited_tests(nb):
     return nb
 
 
-def scenarios(release, answers):
+def scenarios(release, answers, root):
     """Map student -> (notebooks to submit {filename: nb}) for every scenario."""
 
     def answered(**replacements):
@@ -192,7 +196,7 @@ def scenarios(release, answers):
     }
 
 
-def kernel_attacks(release, answers):
+def kernel_attacks(release, answers, root):
     """Map student -> notebooks for the attacks on the kernel, made without the allowlist."""
 
     def answered(softmax):
@@ -220,7 +224,7 @@ def graded_course(folder, submissions, config=""):
     root = scratch_course(folder, [LAB])
     with open(root / "nbgrader_config.py", "a") as handle:
         handle.write(f"\nc.Execute.timeout = {CELL_LIMIT_SECONDS}\n{config}")
-    for student, files in submissions(release_notebook(root), solution_cells(LAB)).items():
+    for student, files in submissions(release_notebook(root), solution_cells(LAB), root).items():
         paths.submitted(root, student, LAB).mkdir(parents=True, exist_ok=True)
         for filename, nb in files.items():
             submit(root, LAB, student, nb, filename=filename)
@@ -506,9 +510,10 @@ def test_autograde_killed_midway_resumes_without_losing_or_repeating(tmp_path):
     process.wait()
     assert second.exists()
     deadline = time.monotonic() + 10
-    while processes_working_in(root) and time.monotonic() < deadline:
+    while (processes_working_in(root) or sandbox_processes()) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert not processes_working_in(root), "kernels outlived the killed autograde"
+    assert not processes_working_in(root), "processes outlived the killed autograde"
+    assert not sandbox_processes(), "sandboxed kernels outlived the killed autograde"
     result = run_instructor(root, "autograde", LAB)
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"{LAB}: 3 students graded" in result.stdout
@@ -543,3 +548,288 @@ def test_collect_reads_lms_file_names_and_reports_unreadable_ones(tmp_path):
     assert (paths.submitted(root, "bob.smith", LAB) / NOTEBOOK).exists()
     timestamp = paths.submitted(root, "ada", LAB) / "timestamp.txt"
     assert "2026-10-01 14:30:05" in timestamp.read_text()
+
+
+# Attacks on the machine from a kernel the student owns (the allowlist is off). Each template is
+# filled with the scratch course's root and the ports of listeners this test opens on loopback.
+MARK = "PWNED-BY-A-SUBMISSION"
+WRITES_COURSE = """
+import numpy, torch
+targets = ["{root}/gradebook.db", "{root}/nbgrader_config.py", "{root}/course/feedback.py",
+           "{root}/source/01_softmax/01_softmax_lab.ipynb", "../../../gradebook.db",
+           "../../../nbgrader_config.py", "/tmp/{mark}"]
+for target in targets:
+    for write in (lambda: open(target, "a").write("{mark}"),
+                  lambda: numpy.save(open(target, "ab"), numpy.frombuffer(b"{mark}", "uint8")),
+                  lambda: torch.save("{mark}", target)):
+        try:
+            write()
+            print("WROTE", target)
+        except Exception as error:
+            print("write refused:", target, type(error).__name__)
+"""
+READS_COURSE = """
+import numpy
+targets = ["{root}/source/01_softmax/01_softmax_lab.ipynb",
+           "{root}/submitted/honest/01_softmax/01_softmax_lab.ipynb",
+           "../../../source/01_softmax/01_softmax_lab.ipynb", "{course_package}/feedback.py"]
+for target in targets:
+    for read in (lambda: open(target).read(),
+                 lambda: numpy.fromfile(target, dtype="uint8").tobytes().decode()):
+        try:
+            print(read())
+        except Exception as error:
+            print("read refused:", target, type(error).__name__)
+"""
+USES_NETWORK = """
+import socket
+for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
+    port = {tcp_port} if kind == socket.SOCK_STREAM else {udp_port}
+    with socket.socket(socket.AF_INET, kind) as sock:
+        sock.settimeout(2)
+        try:
+            sock.connect(("127.0.0.1", port))
+            sock.send(b"{mark}")
+            print("SENT", kind)
+        except OSError as error:
+            print("network refused:", kind, type(error).__name__)
+interfaces = [line.split(":")[0].strip() for line in open("/proc/net/dev").readlines()[2:]]
+routes = open("/proc/net/route").readlines()[1:]
+print("interfaces:", interfaces, "routes:", len(routes))
+"""
+OUTLIVES_GRADING = """
+import os, time
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        time.sleep(600)
+    os._exit(0)
+"""
+HOOKS_LATER_KERNELS = """
+import glob, os, time
+if os.fork() == 0:
+    os.setsid()
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        for path in glob.glob("/tmp/**/*.json", recursive=True):
+            try:
+                from jupyter_client import BlockingKernelClient
+                client = BlockingKernelClient(connection_file=path)
+                client.load_connection_info()
+                client.start_channels()
+                client.execute("def softmax(scores, dim=-1):\\n    return scores * 0\\n")
+            except Exception:
+                pass
+        time.sleep(0.2)
+    os._exit(0)
+"""
+MEMORY_BOMB = """
+hoard = []
+try:
+    while True:
+        hoard.append(bytearray(256 * 2**20))
+except MemoryError:
+    print("memory refused after", len(hoard) // 4, "GiB")
+del hoard
+"""
+FORK_BOMB = """
+import os, time
+children = 0
+try:
+    while True:
+        if os.fork() == 0:
+            time.sleep(600)
+            os._exit(0)
+        children += 1
+except OSError as error:
+    print("fork refused after", children, "processes:", type(error).__name__)
+"""
+FILLS_DISK = """
+import os
+for folder in ("/tmp", os.path.expanduser("~"), "."):
+    written = 0
+    try:
+        with open(os.path.join(folder, "{mark}"), "wb") as handle:
+            while True:
+                handle.write(b"x" * 2**20)
+                handle.flush()
+                written += 1
+    except OSError as error:
+        print("disk refused in", folder, "after", written, "MiB:", type(error).__name__)
+"""
+HUGE_REPLY = """
+def softmax(scores, dim=-1):
+    return torch.zeros(60_000_000)
+"""
+UNINTERRUPTIBLE = """
+import time
+
+
+def softmax(scores, dim=-1):
+    while True:
+        try:
+            time.sleep(1)
+        except BaseException:
+            pass
+"""
+# Every binding form, over builtins and the names the test cells import from locked cells.
+SHADOWS_BY_EVERY_BINDING = """
+import utils.grading
+import builtins as check_close
+for check_shape in [lambda *args, **kwargs: None]:
+    pass
+with open("/dev/null") as check_finite:
+    pass
+if (check_sums_to_one := lambda *args, **kwargs: None) is not None:
+    pass
+try:
+    raise ValueError("shadow")
+except ValueError as getattr:
+    pass
+abs, len, all = (lambda *args: 0), (lambda *args: 0), (lambda *args: True)
+
+
+def bool(*args):
+    return True
+
+
+class isinstance:
+    pass
+
+
+utils.grading.check_close = lambda *args, **kwargs: None
+"""
+SANDBOX_ATTACKS = {
+    "writes_course": WRITES_COURSE,
+    "reads_course": READS_COURSE,
+    "uses_network": USES_NETWORK,
+    "outlives_grading": OUTLIVES_GRADING,
+    "a_hooks_later_kernels": HOOKS_LATER_KERNELS,
+    "memory_bomb": MEMORY_BOMB,
+    "fork_bomb": FORK_BOMB,
+    "fills_disk": FILLS_DISK,
+    "shadows_by_every_binding": SHADOWS_BY_EVERY_BINDING,
+}
+
+
+def sandbox_processes():
+    """Process ids that run as a sandbox's user."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            status = (entry / "status").read_text() if entry.name.isdigit() else ""
+        except OSError:
+            continue
+        for line in status.splitlines():
+            if line.startswith("Uid:") and int(line.split()[1]) >= sandbox.UID_BASE:
+                found.append(int(entry.name))
+    return found
+
+
+@pytest.fixture(scope="module")
+def attacked(tmp_path_factory):
+    """The attacks on the machine, graded without the allowlist, with listeners on loopback."""
+    tcp = socket.create_server(("127.0.0.1", 0))
+    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    udp.bind(("127.0.0.1", 0))
+    for listener in (tcp, udp):
+        listener.setblocking(False)
+    folder = tmp_path_factory.mktemp("attacked")
+    (folder / "course").mkdir()  # a stand-in for the instructor's tools beside the course
+    (folder / "course" / "feedback.py").write_text("# the instructor's code\n")
+    fields = {
+        "root": folder,
+        "mark": MARK,
+        "tcp_port": tcp.getsockname()[1],
+        "udp_port": udp.getsockname()[1],
+        "course_package": paths.ROOT / "course",
+    }
+
+    def submissions(release, answers, root):
+        def answered(softmax):
+            return {NOTEBOOK: fill(release, {**answers, "softmax": softmax})}
+
+        attacks = {
+            student: answered(code.format(**fields) + WRONG_SOFTMAX)
+            for student, code in SANDBOX_ATTACKS.items()
+        }
+        return {
+            **attacks,
+            "huge_reply": answered(HUGE_REPLY),
+            "uninterruptible": answered(UNINTERRUPTIBLE),
+            "honest": answered(answers["softmax"]),
+        }
+
+    try:
+        course = graded_course(folder, submissions, WITHOUT_ALLOWLIST)
+        course["leftover_processes"] = sandbox_processes()
+        course["tcp_connections"], course["udp_datagrams"] = [], []
+        with contextlib.suppress(BlockingIOError):
+            course["tcp_connections"].append(tcp.accept())
+        with contextlib.suppress(BlockingIOError):
+            course["udp_datagrams"].append(udp.recv(100))
+        yield course
+    finally:
+        tcp.close()
+        udp.close()
+
+
+def test_sandbox_can_be_made_here():
+    assert sandbox.probe() == (True, "")
+
+
+@pytest.mark.parametrize("student", [*SANDBOX_ATTACKS, "huge_reply", "uninterruptible"])
+def test_an_attack_on_the_machine_earns_nothing(attacked, student):
+    assert sum(cell_scores(attacked["root"], LAB, "honest").values()) == 8
+    cells = cell_scores(attacked["root"], LAB, student)
+    assert all(cells[t] == 0 for t in SOFTMAX_TESTS), cells
+
+
+@pytest.mark.parametrize("student", ["memory_bomb", "fork_bomb", "fills_disk", "uninterruptible"])
+def test_an_attack_on_resources_costs_only_its_own_tests(attacked, student):
+    cells = cell_scores(attacked["root"], LAB, student)
+    assert cells["test_log_softmax_visible"] == 1 and cells["test_log_softmax_hidden"] == 2, cells
+
+
+def test_the_kernel_cannot_write_the_course_or_outside_its_sandbox(attacked):
+    root = attacked["root"]
+    output = autograded_output(attacked, "writes_course")
+    wrote = [line for line in output.splitlines() if line.startswith("WROTE")]
+    assert wrote and all(line == f"WROTE /tmp/{MARK}" for line in wrote)  # its own /tmp only
+    assert "write refused" in output
+    protected = ["gradebook.db", "nbgrader_config.py", "course/feedback.py", "source"]
+    for path in [root / name for name in protected[:3]] + list((root / "source").rglob("*.*")):
+        assert not path.exists() or MARK.encode() not in path.read_bytes(), path
+    assert not list(root.rglob(MARK)) and not (Path("/tmp") / MARK).exists()
+
+
+def test_the_kernel_cannot_read_the_course_or_another_student(attacked):
+    output = autograded_output(attacked, "reads_course")
+    assert "read refused" in output
+    for secret in ["BEGIN HIDDEN TESTS", "torch.Generator().manual_seed(101)", "LimitOutputSize",
+                   "HideHiddenTests", "def log_softmax"]:
+        assert secret not in output
+
+
+def test_the_kernel_has_no_network(attacked):
+    output = autograded_output(attacked, "uses_network")
+    assert "SENT" not in output and output.count("network refused") == 2
+    assert "interfaces: ['lo'] routes: 0" in output
+    assert attacked["tcp_connections"] == [] and attacked["udp_datagrams"] == []
+
+
+def test_no_process_outlives_grading_or_reaches_a_later_kernel(attacked):
+    assert attacked["leftover_processes"] == []
+    assert sum(cell_scores(attacked["root"], LAB, "honest").values()) == 8
+
+
+def test_resource_limits_stop_bombs_inside_the_sandbox(attacked):
+    assert "memory refused after" in autograded_output(attacked, "memory_bomb")
+    assert "fork refused after" in autograded_output(attacked, "fork_bomb")
+    assert autograded_output(attacked, "fills_disk").count("disk refused in") == 3
+
+
+def test_an_attack_run_finishes_in_bounded_time(attacked):
+    # 12 students with a 5 s cell limit; the uninterruptible one costs each of its tests that
+    # limit, the grace before the kill and one replay, never more.
+    assert attacked["seconds"] < 300, attacked["seconds"]

@@ -152,6 +152,100 @@ def test_kernel_trouble_cannot_be_caught_by_a_test():
     assert not issubclass(judge.KernelTrouble, Exception)
 
 
+def test_no_grader_class_is_chosen_from_a_type_name_the_kernel_reports():
+    link = judge.KernelLink(executor=None)
+    spoofed = link.remote_object(
+        {"t": "handle", "id": 1, "types": ["torch.nn.modules.linear.Linear", "builtins.object"]}
+    )
+    assert type(spoofed) is judge.Remote
+    assert not isinstance(spoofed, torch.nn.Linear) and not isinstance(spoofed, torch.nn.Module)
+
+
+def test_a_layer_is_judged_by_what_it_computes():
+    from utils.grading import check_layer
+
+    check_layer(torch.nn.Linear(3, 2), torch.nn.Linear, "layer")
+    check_layer(torch.nn.LayerNorm(4), torch.nn.LayerNorm, "norm")
+
+    class Spoof(torch.nn.Module):  # a Linear's parameters, but not what a Linear computes
+        def __init__(self):
+            super().__init__()
+            self.weight, self.bias = torch.nn.Parameter(torch.ones(2, 3)), None
+
+        def forward(self, x):
+            return x[..., :2]
+
+    Spoof.__name__ = Spoof.__qualname__ = "Linear"
+    Spoof.__module__ = "torch.nn.modules.linear"
+    with pytest.raises(AssertionError, match="layer should be an nn.Linear"):
+        check_layer(Spoof(), torch.nn.Linear, "layer")
+    with pytest.raises(ValueError, match="kind must be"):
+        check_layer(torch.nn.ReLU(), torch.nn.ReLU, "relu")
+
+
+BINDING_FORMS = """
+import utils.grading as helper_a
+from math import pi as helper_b
+for helper_c in []:
+    pass
+with open("/dev/null") as helper_d:
+    pass
+if (helper_e := 1):
+    pass
+try:
+    pass
+except ValueError as helper_f:
+    pass
+helper_g, (helper_h, helper_i) = 1, (2, 3)
+helper_j = helper_k = 0
+helper_l += 1
+helper_m: int = 0
+def helper_n():
+    helper_local = 1
+class helper_o:
+    helper_attribute = 1
+del helper_p
+"""
+
+
+def test_every_binding_form_of_a_cell_is_seen():
+    names = set(judge.bound_names(BINDING_FORMS))
+    assert names == {f"helper_{letter}" for letter in "abcdefghijklmnop"}
+
+
+def test_a_test_cell_asks_the_kernel_only_for_free_names_that_are_no_builtin():
+    test_cell = (
+        "out = softmax(TEST_SCORES)\n"
+        "check_close(out, expected, mistakes={k: v for k, v in MISTAKES.items()})\n"
+        "bool(len(out))\n"
+        "def helper(x):\n    return log_softmax(x)\n"
+    )
+    free = judge.free_names(test_cell) - judge.BUILTIN_NAMES
+    assert free == {"softmax", "TEST_SCORES", "check_close", "expected", "MISTAKES", "log_softmax"}
+
+
+def test_oversized_messages_from_a_kernel_are_dropped_before_parsing(tmp_path):
+    import zmq
+
+    from course.fastkernel import MAX_MESSAGE_BYTES, bounded_context
+
+    context = bounded_context(zmq.Context)
+    receiver = context.socket(zmq.PULL)
+    receiver.bind(f"ipc://{tmp_path}/socket")
+
+    def send(payload):
+        sender = zmq.Context.instance().socket(zmq.PUSH)
+        sender.connect(f"ipc://{tmp_path}/socket")
+        sender.send(payload)
+        sender.close(linger=2000)
+
+    send(b"x" * (MAX_MESSAGE_BYTES + 1))
+    assert receiver.poll(1000) == 0  # dropped by ZeroMQ: nothing reached the grader
+    send(b"small")
+    assert receiver.poll(5000) and receiver.recv() == b"small"
+    receiver.close(linger=0)
+
+
 PROTECTED = {"torch", "nn", "check_close", "check_shape"}
 ALIASES = {"torch": "torch", "nn": "torch.nn", "math": "math"}
 ATTACKS = {

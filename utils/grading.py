@@ -23,6 +23,7 @@ __all__ = [
     "check_different",
     "check_identical",
     "check_finite",
+    "check_layer",
     "check_raises",
     "check_sums_to_one",
     "check_shape",
@@ -307,6 +308,48 @@ def check_close(actual, expected, name="output", atol=1e-5, rtol=1e-4, hint=None
         f"(got {_show(got[where])}, expected {_show(want[where])})",
         hint,
     )
+
+
+def _linear_case(layer):
+    """A sample input (3, in_features) and what nn.Linear with layer's parameters gives on it."""
+    weight, bias = layer.weight, layer.bias
+    generator = torch.Generator().manual_seed(0)
+    sample = torch.randn(3, int(_shape(weight)[1]), generator=generator)
+    bias = None if bias is None else _tensor_methods.detach(bias)
+    return sample, torch.nn.functional.linear(sample, _tensor_methods.detach(weight), bias)
+
+
+def _layer_norm_case(layer):
+    """A sample input (3, *normalized_shape) and what nn.LayerNorm with layer's parameters gives."""
+    shape = tuple(int(size) for size in layer.normalized_shape)
+    weight, bias = layer.weight, layer.bias
+    weight = None if weight is None else _tensor_methods.detach(weight)
+    bias = None if bias is None else _tensor_methods.detach(bias)
+    sample = torch.randn(3, *shape, generator=torch.Generator().manual_seed(0))
+    expected = torch.nn.functional.layer_norm(sample, shape, weight, bias, float(layer.eps))
+    return sample, expected
+
+
+_LAYER_CASES = {torch.nn.Linear: _linear_case, torch.nn.LayerNorm: _layer_norm_case}
+
+
+def check_layer(layer, kind, name, hint=None):
+    """Check that `layer` computes what a PyTorch `kind` (nn.Linear, nn.LayerNorm) with its
+    own parameters computes, on a sample input: judged by what it does, not by its type name."""
+    __tracebackhide__ = True
+    _require_name(name)
+    if kind not in _LAYER_CASES:
+        raise ValueError(f"kind must be nn.Linear or nn.LayerNorm, got {kind!r}")
+    message = f"{name} should be an nn.{kind.__name__}, got {layer!r}"
+    try:
+        sample, expected = _LAYER_CASES[kind](layer)
+        output = layer(sample)
+    except Exception:  # noqa: BLE001 - anything that is not such a layer fails the same way
+        _fail(message, hint)
+    if not isinstance(output, _Tensor) or not _matches(
+        _values(output), _values(expected), 1e-5, 1e-4
+    ):
+        _fail(message, hint)
 
 
 def check_identical(first, second, message, hint=None):
