@@ -833,3 +833,44 @@ def test_an_attack_run_finishes_in_bounded_time(attacked):
     # 12 students with a 5 s cell limit; the uninterruptible one costs each of its tests that
     # limit, the grace before the kill and one replay, never more.
     assert attacked["seconds"] < 300, attacked["seconds"]
+
+
+# A student's binding of a locked in-kernel helper's name, in every form, after the locked cell.
+HELPER_LAB = "04_additive_scoring"
+BROKEN = "lambda *args, **kwargs: 1 / 0"
+REBINDS_HELPER = {
+    "def": "def set_parameters(*args, **kwargs):\n    return 1 / 0\n",
+    "class": "class parameter_gradients:\n    pass\n",
+    "import": "from math import pi as set_parameters\n",
+    "for": f"for set_parameters in [{BROKEN}]:\n    pass\n",
+    "with": "import contextlib\nwith contextlib.nullcontext(0) as parameter_gradients:\n    pass\n",
+    "walrus": f"if (set_parameters := {BROKEN}):\n    pass\n",
+    "except": "try:\n    1 / 0\nexcept ZeroDivisionError as set_parameters:\n    pass\n"
+    "set_parameters = None\n",
+    "tuple": f"set_parameters, (parameter_gradients, _) = {BROKEN}, ({BROKEN}, 0)\n",
+    "module_attribute": f"import utils.grading\nutils.grading.set_parameters = {BROKEN}\n"
+    f"utils.grading.parameter_gradients = {BROKEN}\n",
+}
+
+
+@pytest.fixture(scope="module")
+def rebound_helpers(tmp_path_factory):
+    """Lab 04 solved, with the helpers' names rebound by each binding form (allowlist off)."""
+    root = scratch_course(tmp_path_factory.mktemp("helpers"), [HELPER_LAB])
+    with open(root / "nbgrader_config.py", "a") as handle:
+        handle.write(WITHOUT_ALLOWLIST)
+    release = notebooks.read(root / "release" / HELPER_LAB / paths.lab_filename(HELPER_LAB))
+    answers = solution_cells(HELPER_LAB)
+    for student, code in {"honest": "", **REBINDS_HELPER}.items():
+        last = {"bilinear_score": answers["bilinear_score"] + "\n\n" + code}
+        submit(root, HELPER_LAB, student, fill(release, {**answers, **last}))
+    result = run_instructor(root, "autograde", HELPER_LAB)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return root
+
+
+@pytest.mark.parametrize("form", REBINDS_HELPER)
+def test_a_locked_helper_is_never_replaced_by_a_students_binding(rebound_helpers, form):
+    honest = cell_scores(rebound_helpers, HELPER_LAB, "honest")
+    assert sum(honest.values()) > 0
+    assert cell_scores(rebound_helpers, HELPER_LAB, form) == honest
