@@ -874,3 +874,26 @@ def test_a_locked_helper_is_never_replaced_by_a_students_binding(rebound_helpers
     honest = cell_scores(rebound_helpers, HELPER_LAB, "honest")
     assert sum(honest.values()) > 0
     assert cell_scores(rebound_helpers, HELPER_LAB, form) == honest
+
+
+def test_autograde_refuses_to_grade_where_no_sandbox_can_be_made(tmp_path, monkeypatch, capsys):
+    from course import instructor
+
+    monkeypatch.setattr(sandbox, "probe", lambda: (False, "user namespaces are disabled"))
+    with pytest.raises(SystemExit) as stopped:
+        instructor.main(["autograde", LAB, "--root", str(tmp_path)])
+    printed = capsys.readouterr().out
+    assert stopped.value.code == 2
+    assert "refuses to grade" in printed and "user namespaces are disabled" in printed
+    assert "make autograde UNSANDBOXED=1" in printed
+    assert not (tmp_path / "autograded").exists()
+
+
+def test_an_unsandboxed_run_says_so_on_every_summary_line(tmp_path):
+    root = scratch_course(tmp_path, [LAB])
+    submit(root, LAB, "honest", fill(release_notebook(root), solution_cells(LAB)))
+    result = run_instructor(root, "autograde", LAB, "--unsandboxed")
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert lines and all(line.startswith("UNSANDBOXED: ") for line in lines), lines
+    assert sum(cell_scores(root, LAB, "honest").values()) == 8
