@@ -21,9 +21,12 @@ class History:
 
 
 def _check_model(model) -> None:
-    """Raise ValueError if model is not a torch.nn.Module."""
-    if not isinstance(model, nn.Module):
-        raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    """Raise ValueError unless model is a torch.nn.Module, or is called and switched like one."""
+    if isinstance(model, nn.Module):
+        return
+    if callable(model) and all(callable(getattr(model, name, None)) for name in ("eval", "train")):
+        return  # e.g. a model that lives in another process, reached through a proxy
+    raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
 
 
 
