@@ -32,7 +32,7 @@ from jupyter_client.provisioning import LocalProvisioner
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, default
 
-from course import sandbox
+from course import paths, sandbox
 
 PRELOAD = [
     "numpy",
@@ -133,7 +133,7 @@ def zygote():
     if _zygote is None or _zygote.poll() is not None:
         # The zygote's memory is every kernel's: it gets no secret of the instructor's environment.
         environment = sandbox.sandbox_environment(os.environ, home=tempfile.gettempdir())
-        environment["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent)
+        environment["PYTHONPATH"] = str(paths.ROOT)
         _zygote = subprocess.Popen(
             [sys.executable, "-m", "course.fastkernel"],
             stdin=subprocess.PIPE,

@@ -409,7 +409,7 @@ class JudgeExecute(ForkingExecute):
         self.namespace = {"__name__": "__main__"}
         self.replay = []  # (source, locked) of each cell that ran without error
         self.trusted_names = set()
-        self.in_kernel = {}  # name -> the grader's copy of each in-kernel helper
+        self.in_kernel = set()  # names of the in-kernel helpers the locked cells bound
         self.link = None
         self.counter = itertools.count(1)
         os.environ["NBGRADER_EXECUTION"] = "autograde"  # as in the kernel, for the locked cells
@@ -464,12 +464,12 @@ class JudgeExecute(ForkingExecute):
                 exec(compile(source, filename, "exec"), self.namespace)
             except BaseException as error:  # noqa: BLE001 - a helper cell may call student code
                 self.log.info("Locked cell %s failed in the grader: %r", grade_id, error)
-        for name in bound_names(source):
-            self.trusted_names.add(name)
-            value = self.namespace.get(name)
-            if getattr(value, "__dict__", {}).get("__in_kernel__", False) is True:
-                self.in_kernel[name] = value
-        self.pin_helpers(bound_names(source))
+        names = bound_names(source)
+        self.trusted_names.update(names)
+        for name in names:
+            if getattr(self.namespace.get(name), "__dict__", {}).get("__in_kernel__") is True:
+                self.in_kernel.add(name)
+        self.pin_helpers(names)
         close_figures()
 
     def pin_helpers(self, names):
@@ -478,17 +478,17 @@ class JudgeExecute(ForkingExecute):
         The grader keeps a handle to that object, so a student cell that binds the same name
         later, in any way, changes nothing here.
         """
-        for name in names:
-            if name not in self.in_kernel:
-                continue
+        for name in sorted(self.in_kernel.intersection(names)):
             try:
                 pinned = self.kernel_link().pin(name)
             except BaseException as error:  # noqa: BLE001 - the helper is then unavailable
                 self.log.info("In-kernel helper %s could not be pinned: %r", name, error)
-                pinned = unavailable_helper(name)
+                pinned = None
             if type(pinned) is Remote:
                 pinned.__name__ = name
-            self.namespace[name] = pinned if callable(pinned) else unavailable_helper(name)
+            else:  # the kernel sent no handle (it died, or answered with data)
+                pinned = unavailable_helper(name)
+            self.namespace[name] = pinned
 
     def remote_name(self, name):
         """A proxy for a name defined in the kernel."""

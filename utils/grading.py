@@ -310,24 +310,29 @@ def check_close(actual, expected, name="output", atol=1e-5, rtol=1e-4, hint=None
     )
 
 
+def _sample(*shape):
+    """A fixed random input of this shape, for the layer checks."""
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(0))
+
+
+def _detached(tensor):
+    """A parameter's values without its graph, or None for a missing (None) parameter."""
+    return None if tensor is None else _tensor_methods.detach(tensor)
+
+
 def _linear_case(layer):
     """A sample input (3, in_features) and what nn.Linear with layer's parameters gives on it."""
-    weight, bias = layer.weight, layer.bias
-    generator = torch.Generator().manual_seed(0)
-    sample = torch.randn(3, int(_shape(weight)[1]), generator=generator)
-    bias = None if bias is None else _tensor_methods.detach(bias)
-    return sample, torch.nn.functional.linear(sample, _tensor_methods.detach(weight), bias)
+    weight = _detached(layer.weight)
+    sample = _sample(3, _shape(weight)[1])
+    return sample, torch.nn.functional.linear(sample, weight, _detached(layer.bias))
 
 
 def _layer_norm_case(layer):
     """A sample input (3, *normalized_shape) and what nn.LayerNorm with layer's parameters gives."""
     shape = tuple(int(size) for size in layer.normalized_shape)
-    weight, bias = layer.weight, layer.bias
-    weight = None if weight is None else _tensor_methods.detach(weight)
-    bias = None if bias is None else _tensor_methods.detach(bias)
-    sample = torch.randn(3, *shape, generator=torch.Generator().manual_seed(0))
-    expected = torch.nn.functional.layer_norm(sample, shape, weight, bias, float(layer.eps))
-    return sample, expected
+    sample = _sample(3, *shape)
+    weight, bias = _detached(layer.weight), _detached(layer.bias)
+    return sample, torch.nn.functional.layer_norm(sample, shape, weight, bias, float(layer.eps))
 
 
 _LAYER_CASES = {torch.nn.Linear: _linear_case, torch.nn.LayerNorm: _layer_norm_case}
