@@ -198,14 +198,7 @@ def _build_root(new_root, folder, ipc_dir, uid, limits):
     """Mount the sandbox's file system at `new_root`."""
     _mount(None, "/", flags=MS_REC | MS_PRIVATE)
     _mount("tmpfs", new_root, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=755")
-    for path in readable_paths():
-        target = new_root / path.relative_to("/")
-        target.mkdir(parents=True, exist_ok=True)
-        _bind(path, target)
-    for name in ("bin", "sbin", "lib", "lib32", "lib64"):
-        link = Path("/") / name
-        if link.is_symlink():
-            (new_root / name).symlink_to(os.readlink(link))
+    # The private folders first: a course installed under /tmp or /home is bound inside them.
     _make_devices(new_root / "dev")
     (new_root / "proc").mkdir()
     size = limits.tmp_bytes
@@ -217,6 +210,14 @@ def _build_root(new_root, folder, ipc_dir, uid, limits):
     options = f"size={size},mode=700,uid={uid},gid={uid}"
     _mount("tmpfs", home, "tmpfs", MS_NOSUID | MS_NODEV, options)
     _copy_folder(folder, home / folder.name, uid)
+    for path in readable_paths():
+        target = new_root / path.relative_to("/")
+        target.mkdir(parents=True, exist_ok=True)
+        _bind(path, target)
+    for name in ("bin", "sbin", "lib", "lib32", "lib64"):
+        link = Path("/") / name
+        if link.is_symlink():
+            (new_root / name).symlink_to(os.readlink(link))
     sockets = new_root / ipc_dir.relative_to("/")
     sockets.mkdir(parents=True, exist_ok=True)
     for path in [ipc_dir, *ipc_dir.iterdir()]:
