@@ -7,7 +7,8 @@
   (`course.fastkernel`);
 * `autograde_seconds_per_submission_<lab>`: the same for a class of 4 submissions of each lab;
 * the figures of the lesson benchmarks (`course.bench_seq2seq`, `course.bench_mha`,
-  `course.bench_transformer`).
+  `course.bench_transformer`, `course.bench_scale`), and `course.bench_widgets`: how long each
+  lecture's control takes to redraw.
 """
 
 import argparse
@@ -24,6 +25,7 @@ LESSON_BENCHMARKS = [
     "course.bench_mha",
     "course.bench_transformer",
     "course.bench_scale",
+    "course.bench_widgets",
 ]
 
 

@@ -73,9 +73,25 @@ def execute(nb, cwd, timeout=CELL_TIMEOUT, allow_errors=False):
         extra_arguments=KERNEL_QUIET,
         allow_errors=allow_errors,
         record_timing=False,
+        store_widget_state=False,
         resources={"metadata": {"path": str(cwd)}},
     )
     client.execute()
+    return drop_widget_views(nb)
+
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def drop_widget_views(nb):
+    """Remove the views of live widgets from the outputs, in place, keeping their text.
+
+    A view names a widget model by a random id that only its kernel knows: stored, it would
+    change at every run and show an error where no kernel runs.
+    """
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            output.get("data", {}).pop(WIDGET_VIEW, None)
     return nb
 
 

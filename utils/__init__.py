@@ -1,2 +1,3 @@
 """Helpers that the course notebooks import: data, training, seq2seq, recipe, transformer, plots,
-display, memory, timing, validation, grading. Students install this package, and only this one."""
+interactive, display, memory, timing, validation, grading. Students install this package, and only
+this one."""

@@ -1,11 +1,15 @@
-"""A student's first failing test, in JupyterLab in a real browser: `make test-browser`.
+"""A student's first failing test, and a lecture's control, in JupyterLab in a real browser.
+
+Run with `make test-browser`.
 
 It needs Chromium (Debian's `chromium` package; `.ci/run` installs it) and is not part of
 `make test`. Screenshots go to `browser-screenshots/` (ignored by git).
 """
 
 import os
+import re
 import secrets
+import shutil
 import socket
 import subprocess
 import sys
@@ -26,6 +30,9 @@ LAB = "01_softmax"
 WRONG_SOFTMAX = "def softmax(scores, dim=-1):\n    e = scores.exp()\n    return e / e.sum()\n"
 MESSAGE = "do not sum to 1 along dim=-1"
 FIRST_LINES = 3
+LAB_NOTEBOOK = f"release/{LAB}/{paths.lab_filename(LAB)}"
+LECTURE = "01_softmax.ipynb"
+CONTROL_CALL = "interactive.show("
 
 
 def free_port():
@@ -39,6 +46,7 @@ def free_port():
 def server(tmp_path_factory):
     """JupyterLab serving a scratch copy of the course: (base URL, token, course root)."""
     root = scratch_course(tmp_path_factory.mktemp("browser"), paths.assignments())
+    shutil.copytree(paths.NOTEBOOKS, root / "notebooks")
     port, token = free_port(), secrets.token_hex(16)
     settings = root / "lab-settings" / "@jupyterlab" / "notebook-extension"
     settings.mkdir(parents=True)  # render every cell, so the page holds the whole notebook
@@ -82,11 +90,10 @@ def browser():
         chromium.close()
 
 
-def open_lab(browser, server):
-    """A page with lab 01's student version open and its kernel ready."""
+def open_lab(browser, server, notebook=LAB_NOTEBOOK):
+    """A page with a notebook (lab 01's student version by default) open and its kernel ready."""
     url, token, _ = server
     page = browser.new_page(viewport={"width": 1280, "height": 800})
-    notebook = f"release/{LAB}/{paths.lab_filename(LAB)}"
     page.goto(f"{url}/lab/tree/{notebook}?token={token}")
     page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=60_000)
     expect(page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")).to_have_count(
@@ -175,4 +182,39 @@ def test_the_formgrader_lists_every_lab(browser, server):
         expect(page.get_by_text(assignment, exact=True).first).to_be_visible(timeout=60_000)
     SCREENSHOTS.mkdir(exist_ok=True)
     page.screenshot(path=SCREENSHOTS / "formgrader.png")
+    page.close()
+
+
+def figure_and_readout(cell):
+    """(the src of the control's figure, the text of its readout) in a cell's outputs."""
+    image = cell.locator(".jp-OutputArea-output img").last
+    image.wait_for(timeout=60_000)
+    readout = cell.locator(".jp-OutputArea-output pre").last
+    return image.get_attribute("src"), readout.inner_text()
+
+
+def test_moving_a_lecture_control_redraws_its_figure_and_readout(browser, server):
+    page = open_lab(browser, server, f"notebooks/{LECTURE}")
+    index = cell_index(page, CONTROL_CALL)
+    run_cells_up_to(page, index)
+    cell = page.locator(".jp-Notebook .jp-Cell").nth(index)
+    slider = cell.locator(".widget-slider").first
+    slider.wait_for(timeout=60_000)
+    before_image, before_text = figure_and_readout(cell)
+    cell.scroll_into_view_if_needed()
+    SCREENSHOTS.mkdir(exist_ok=True)
+    page.screenshot(path=SCREENSHOTS / "control_before.png")
+    readout_field = slider.locator(".widget-readout")
+    readout_field.click()
+    page.keyboard.press("Control+A")
+    page.keyboard.type("0.3")
+    page.keyboard.press("Enter")
+    expect(cell.locator(".jp-OutputArea-output pre").last).not_to_have_text(
+        before_text, timeout=30_000
+    )
+    after_image, after_text = figure_and_readout(cell)
+    page.screenshot(path=SCREENSHOTS / "control_after.png")
+    assert re.search(r"T = 0\.30", after_text), after_text
+    assert after_image != before_image, "the figure did not change"
+    print(f"readout before: {before_text!r}; after: {after_text!r}")
     page.close()

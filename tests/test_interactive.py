@@ -1,0 +1,159 @@
+"""utils.interactive: the pure functions behind the lectures' controls, their views and widgets."""
+
+import math
+
+import ipywidgets as widgets
+import matplotlib
+import pytest
+import torch
+import torch.nn.functional as F
+from matplotlib.figure import Figure
+
+from utils import interactive
+
+matplotlib.use("Agg")
+GENERATOR_SEED = 0
+
+
+def randn(*shape):
+    """A float64 tensor of the given shape from a seeded generator."""
+    generator = torch.Generator().manual_seed(GENERATOR_SEED)
+    return torch.randn(*shape, generator=generator, dtype=torch.float64)
+
+
+def test_temperature_weights_divide_the_scores_and_report_the_entropy():
+    scores = torch.tensor([2.0, 1.0, 0.5, -1.0])
+    weights, entropy = interactive.temperature_weights(scores, 0.5)
+    torch.testing.assert_close(weights, torch.softmax(scores.double() / 0.5, dim=0))
+    assert entropy == pytest.approx(float(-(weights * weights.log()).sum()))
+    _, uniform = interactive.temperature_weights(scores, 1e6)
+    assert uniform == pytest.approx(math.log(4), abs=1e-5)
+
+
+def test_query_at_angle_and_attend_one_match_dot_product_attention():
+    query = interactive.query_at_angle(90, length=2.0)
+    torch.testing.assert_close(query, torch.tensor([0.0, 2.0], dtype=torch.float64))
+    keys, values = randn(5, 2), randn(5, 3)
+    context, weights = interactive.attend_one(query, keys, values)
+    expected = F.scaled_dot_product_attention(query[None], keys, values, scale=1.0)[0]
+    torch.testing.assert_close(context, expected)
+    assert weights.sum().item() == pytest.approx(1.0)
+
+
+def test_bilinear_matrix_turns_and_stretches():
+    turn = interactive.bilinear_matrix(90, scale=2.0)
+    torch.testing.assert_close(turn @ torch.tensor([1.0, 0.0]).double(),
+                               torch.tensor([0.0, 2.0]).double())
+    torch.testing.assert_close(interactive.bilinear_matrix(0), torch.eye(2).double())
+
+
+def test_scaling_spread_keeps_the_scaled_scores_near_one_and_unsaturated():
+    small, large = interactive.scaling_spread(4), interactive.scaling_spread(256)
+    assert 0.8 < small["scaled_std"] < 1.2 and 0.8 < large["scaled_std"] < 1.2
+    assert large["score_std"] > 12 and large["top_weight"] > 0.9 > large["scaled_top_weight"]
+
+
+def test_masked_weights_match_pytorch_and_zero_a_fully_masked_row():
+    scores = randn(4, 4)
+    mask = interactive.padding_and_causal_mask(4, 3, causal=True)
+    assert mask.tolist()[0] == [True, False, False, False] and not mask[:, 3].any()
+    weights = interactive.masked_weights(scores, mask)
+    reference = torch.softmax(scores.masked_fill(~mask, -math.inf), dim=-1)
+    torch.testing.assert_close(weights, reference)
+    empty = interactive.masked_weights(scores, interactive.padding_and_causal_mask(4, 0, False))
+    assert empty.eq(0).all()
+
+
+def test_rope_scores_depend_on_the_offset_only():
+    query, key = torch.tensor([0.6, 0.8]).double(), torch.tensor([1.0, -0.5]).double()
+    frequency = interactive.rope_frequency(1, d=8)
+    assert frequency == pytest.approx(10000 ** (-2 / 8))
+    for offset in (-3, 0, 5):
+        at_zero = interactive.rope_rotate(query, offset, frequency) @ key
+        later = interactive.rope_rotate(query, offset + 7, frequency) @ (
+            interactive.rope_rotate(key, 7, frequency)
+        )
+        assert float(at_zero) == pytest.approx(float(later))
+    scores = interactive.rope_score_by_offset(query, key, frequency, [0, 1])
+    assert float(scores[0]) == pytest.approx(float(query @ key))
+
+
+def test_online_softmax_trace_ends_at_the_softmax_average():
+    scores, values = randn(11), randn(11).flip(0)
+    trace = interactive.online_softmax_trace(scores, values, chunk_size=4)
+    assert [state["end"] for state in trace] == [4, 8, 11]
+    assert trace[-1]["m"] == pytest.approx(float(scores.max()))
+    assert trace[-1]["output"] == pytest.approx(float(torch.softmax(scores, 0) @ values))
+    first = torch.softmax(scores[:4], 0) @ values[:4]
+    assert trace[0]["output"] == pytest.approx(float(first))
+    assert all(a["m"] <= b["m"] for a, b in zip(trace, trace[1:], strict=False))
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: interactive.temperature_weights([1.0, 2.0], 0), "temperature"),
+        (lambda: interactive.temperature_weights([], 1.0), "scores must have shape"),
+        (lambda: interactive.temperature_weights([1.0, math.nan], 1.0), "scores must be finite"),
+        (lambda: interactive.query_at_angle("north"), "angle_degrees"),
+        (lambda: interactive.attend_one([1.0, 0.0], randn(3, 3), randn(3, 2)), "keys"),
+        (lambda: interactive.attend_one([1.0, 0.0], randn(3, 2), randn(2, 2)), "values must"),
+        (lambda: interactive.scaling_spread(0), "d_k"),
+        (lambda: interactive.padding_and_causal_mask(4, 5, False), "valid_keys"),
+        (lambda: interactive.padding_and_causal_mask(4, 2, "yes"), "causal"),
+        (lambda: interactive.masked_weights(randn(2, 3), torch.ones(3, 2).bool()), "mask"),
+        (lambda: interactive.pick([1, 2], 2), "index must be an integer from 0 to 1"),
+        (lambda: interactive.rope_rotate([1.0, 0.0], 1.5, 0.1), "position"),
+        (lambda: interactive.rope_frequency(4, 8), "pair_index"),
+        (lambda: interactive.rope_frequency(0, 7), "d must be even"),
+        (lambda: interactive.online_softmax_trace([1.0, 2.0], [1.0], 1), "values must"),
+        (lambda: interactive.online_softmax_trace([1.0, 2.0], [1.0, 2.0], 0), "chunk_size"),
+        (lambda: interactive.show(lambda: None), "at least one control"),
+    ],
+)
+def test_bad_input_raises_a_value_error_naming_it(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+SQUARES = [randn(3, 2, 2), randn(3, 2, 2), randn(3, 2, 2), torch.full((3, 2, 2), 0.5)]
+VIEWS = [
+    (interactive.temperature_view, ([3.0, 1.0, 0.2], 0.5)),
+    (interactive.query_view, (45, randn(3, 2), randn(3, 2))),
+    (interactive.scaling_view, (16,)),
+    (interactive.bilinear_view, (30, [1.0, 0.0], randn(3, 2))),
+    (interactive.mask_view, (randn(4, 4), 2, True)),
+    (interactive.square_view, (1, *SQUARES)),
+    (interactive.head_view, (torch.softmax(randn(2, 3, 3), -1), 1, ["a", "b", "c"])),
+    (interactive.rope_view, (3, 0)),
+    (interactive.online_softmax_view, (1, randn(9), randn(9), 4)),
+]
+
+
+@pytest.mark.parametrize("view, args", VIEWS, ids=lambda v: getattr(v, "__name__", ""))
+def test_each_view_returns_a_figure_and_a_readout(view, args):
+    fig, readout = view(*args)
+    assert isinstance(fig, Figure) and fig.axes
+    assert isinstance(readout, str) and readout and "\n" not in readout
+
+
+def test_show_displays_controls_figure_and_readout_and_redraws_in_place(monkeypatch):
+    shown, updates = [], []
+
+    class Handle:
+        def update(self, obj, **kwargs):
+            updates.append(obj)
+
+    def fake_display(obj, **kwargs):
+        shown.append(obj)
+        return Handle() if kwargs.get("display_id") else None
+
+    monkeypatch.setattr(interactive, "display", fake_display)
+    temperature = interactive.slider(0.1, 5.0, 1.0, 0.1, "T")
+    interactive.show(lambda t: interactive.temperature_view([2.0, 0.0], t), t=temperature)
+    assert isinstance(shown[0], widgets.VBox) and isinstance(shown[1], Figure)
+    assert "T = 1.00" in shown[2]["text/plain"]
+    assert repr(shown[0]) == "Controls: T (run this cell in Jupyter to move them)"
+    temperature.value = 0.5
+    assert isinstance(updates[0], Figure) and "T = 0.50" in updates[1]["text/plain"]
+    assert isinstance(interactive.slider(0, 8, 2), widgets.IntSlider)

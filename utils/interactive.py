@@ -1,0 +1,384 @@
+"""Controls for the lectures: a slider or a toggle over pure functions that compute what it draws.
+
+Each lesson's control has three layers, so that only the last needs a browser:
+
+* a pure function that computes what the control shows (`temperature_weights`, `attend_one`,
+  `online_softmax_trace`, ...), tested like any other;
+* a view, `*_view(...) -> (Figure, str)`: the figure and a one-line readout for given values,
+  drawn with the plot helpers of `utils.plots`;
+* `show(view, **controls)`, which displays the controls, then the view at the controls' starting
+  values, and redraws it in place whenever a control moves.
+
+A notebook stored after running such a cell keeps the figure and the readout at the starting
+values as ordinary outputs, and no widget id: it reads the same where no kernel runs.
+"""
+
+from __future__ import annotations
+
+import math
+
+import ipywidgets as widgets
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+from IPython.display import display
+
+from utils import plots, validation
+
+# --------------------------------------------------------------------------- the pure functions
+
+
+def _vector(x, name: str, length: int | None = None) -> torch.Tensor:
+    """x as a float64 tensor of shape (length,) (any length >= 1 if None), or ValueError."""
+    tensor = torch.as_tensor(x, dtype=torch.float64)
+    if tensor.ndim != 1 or tensor.numel() == 0 or (length is not None and len(tensor) != length):
+        expected = f"({length},)" if length is not None else "(n,) with n >= 1"
+        raise ValueError(f"{name} must have shape {expected}, got {tuple(tensor.shape)}")
+    if not torch.isfinite(tensor).all():
+        raise ValueError(f"{name} must be finite, got {tensor.tolist()}")
+    return tensor
+
+
+def _index(value, name: str, count: int) -> int:
+    """value as an int in [0, count), or ValueError."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < count:
+        raise ValueError(f"{name} must be an integer from 0 to {count - 1}, got {value!r}")
+    return value
+
+
+def temperature_weights(scores, temperature) -> tuple[torch.Tensor, float]:
+    """(softmax(scores / temperature) (n,), its entropy in nats) for scores (n,)."""
+    scores = _vector(scores, "scores")
+    temperature = validation.positive_number(temperature, "temperature")
+    weights = torch.softmax(scores / temperature, dim=0)  # (n,)
+    entropy = -(weights * torch.log(weights.clamp_min(1e-300))).sum()
+    return weights, float(entropy)
+
+
+def query_at_angle(angle_degrees, length=1.0) -> torch.Tensor:
+    """The 2-D query (2,) of the given length, at angle_degrees from the first axis."""
+    if isinstance(angle_degrees, bool) or not isinstance(angle_degrees, int | float):
+        raise ValueError(f"angle_degrees must be a number, got {angle_degrees!r}")
+    angle = math.radians(angle_degrees)
+    length = validation.positive_number(length, "length")
+    return torch.tensor([length * math.cos(angle), length * math.sin(angle)], dtype=torch.float64)
+
+
+def _matrix(x, name: str, columns: int | None = None) -> torch.Tensor:
+    """x as a float64 tensor (rows, columns) with rows >= 1, or ValueError."""
+    tensor = torch.as_tensor(x, dtype=torch.float64)
+    ok = tensor.ndim == 2 and len(tensor) > 0 and (columns is None or tensor.shape[1] == columns)
+    if not ok:
+        expected = f"(rows, {columns})" if columns is not None else "(rows, columns)"
+        raise ValueError(f"{name} must have shape {expected}, got {tuple(tensor.shape)}")
+    return tensor
+
+
+def attend_one(query, keys, values, scale=1.0) -> tuple[torch.Tensor, torch.Tensor]:
+    """(context (d_v,), weights (Lk,)) of one query (d_k,) over keys (Lk, d_k), values (Lk, d_v)."""
+    query = _vector(query, "query")
+    keys = _matrix(keys, "keys", len(query))
+    values = _matrix(values, "values")
+    if len(values) != len(keys):
+        raise ValueError(f"values must have {len(keys)} rows like keys, got {len(values)}")
+    scale = validation.positive_number(scale, "scale")
+    weights = torch.softmax(keys @ query * scale, dim=0)  # (Lk,)
+    return weights @ values, weights
+
+
+def bilinear_matrix(angle_degrees, scale=1.0) -> torch.Tensor:
+    """W (2, 2) = scale times the rotation by angle_degrees: the matrix of a bilinear score."""
+    query = query_at_angle(angle_degrees, validation.positive_number(scale, "scale"))
+    return torch.stack([query, torch.stack([-query[1], query[0]])], dim=1)  # columns: W e1, W e2
+
+
+def scaling_spread(d_k, n_keys=8, n_queries=512, seed=0) -> dict[str, float]:
+    """Spread of q·k and mean largest weight, unscaled and scaled, for random unit-variance q, k."""
+    d_k = validation.positive_int(d_k, "d_k")
+    n_keys = validation.positive_int(n_keys, "n_keys")
+    n_queries = validation.positive_int(n_queries, "n_queries")
+    generator = torch.Generator().manual_seed(validation.seed(seed))
+    queries = torch.randn(n_queries, d_k, generator=generator, dtype=torch.float64)
+    keys = torch.randn(n_keys, d_k, generator=generator, dtype=torch.float64)
+    scores = queries @ keys.T  # (n_queries, n_keys)
+    scaled = scores / math.sqrt(d_k)
+    return {
+        "score_std": float(scores.std()),
+        "scaled_std": float(scaled.std()),
+        "top_weight": float(torch.softmax(scores, dim=-1).amax(dim=-1).mean()),
+        "scaled_top_weight": float(torch.softmax(scaled, dim=-1).amax(dim=-1).mean()),
+    }
+
+
+def padding_and_causal_mask(length, valid_keys, causal) -> torch.Tensor:
+    """Boolean mask (length, length), True = may attend: keys below valid_keys, causal if asked."""
+    length = validation.positive_int(length, "length")
+    if isinstance(valid_keys, bool) or not isinstance(valid_keys, int) or not (
+        0 <= valid_keys <= length
+    ):
+        raise ValueError(f"valid_keys must be an integer from 0 to {length}, got {valid_keys!r}")
+    if not isinstance(causal, bool):
+        raise ValueError(f"causal must be True or False, got {causal!r}")
+    mask = (torch.arange(length) < valid_keys).expand(length, length)  # (Lq, Lk)
+    if causal:
+        mask = mask & torch.ones(length, length, dtype=torch.bool).tril()
+    return mask
+
+
+def masked_weights(scores, mask) -> torch.Tensor:
+    """Softmax of scores (Lq, Lk) over the keys the mask allows; a fully masked row is all zeros."""
+    scores = _matrix(scores, "scores")
+    mask = torch.as_tensor(mask)
+    if mask.dtype != torch.bool or mask.shape != scores.shape:
+        raise ValueError(
+            f"mask must be a bool tensor of shape {tuple(scores.shape)}, got "
+            f"{mask.dtype} {tuple(mask.shape)}"
+        )
+    weights = torch.softmax(scores.masked_fill(~mask, -math.inf), dim=-1)  # NaN on empty rows
+    return weights.nan_to_num(0.0)
+
+
+def pick(items, index, name="index"):
+    """items[index] for a tensor or sequence of items, with a ValueError naming the valid range."""
+    return items[_index(index, name, len(items))]
+
+
+def rope_rotate(pair, position, frequency) -> torch.Tensor:
+    """The 2-D pair (2,) rotated by the angle position * frequency (radians)."""
+    pair = _vector(pair, "pair", 2)
+    if isinstance(position, bool) or not isinstance(position, int):
+        raise ValueError(f"position must be an integer, got {position!r}")
+    angle = position * validation.positive_number(frequency, "frequency")
+    cos, sin = math.cos(angle), math.sin(angle)
+    return torch.stack([cos * pair[0] - sin * pair[1], sin * pair[0] + cos * pair[1]])
+
+
+def rope_frequency(pair_index, d, base=10000.0) -> float:
+    """ω_i = base^(-2i/d), the frequency of pair i of a d-dimensional rotary encoding."""
+    d = validation.positive_int(d, "d")
+    if d % 2:
+        raise ValueError(f"d must be even (coordinates come in pairs), got {d}")
+    pair_index = _index(pair_index, "pair_index", d // 2)
+    return validation.positive_number(base, "base") ** (-2 * pair_index / d)
+
+
+def rope_score_by_offset(query, key, frequency, offsets) -> torch.Tensor:
+    """Scores (len(offsets),) of a query pair at position o + offset against a key pair at o."""
+    query, key = _vector(query, "query", 2), _vector(key, "key", 2)
+    return torch.stack([rope_rotate(query, int(o), frequency) @ key for o in offsets])
+
+
+def online_softmax_trace(scores, values, chunk_size) -> list[dict[str, float]]:
+    """One query's online softmax over scores (L,) and values (L,), one state per chunk.
+
+    Each state holds the running maximum `m`, the running sum `l` of e^(s - m), and the output
+    `o / l` of the chunks read so far.
+    """
+    scores, values = _vector(scores, "scores"), _vector(values, "values", None)
+    if len(values) != len(scores):
+        raise ValueError(f"values must have {len(scores)} entries like scores, got {len(values)}")
+    chunk_size = validation.positive_int(chunk_size, "chunk_size")
+    m, total, weighted = -math.inf, 0.0, 0.0
+    trace = []
+    for start in range(0, len(scores), chunk_size):
+        chunk = scores[start : start + chunk_size].tolist()
+        new_m = max(m, *chunk)
+        shrink = math.exp(m - new_m)  # 0 for the first chunk, when m = -inf
+        exps = [math.exp(s - new_m) for s in chunk]
+        total = total * shrink + sum(exps)
+        weighted = weighted * shrink + sum(
+            e * v for e, v in zip(exps, values[start : start + chunk_size].tolist(), strict=True)
+        )
+        m = new_m
+        trace.append({"m": m, "l": total, "output": weighted / total, "end": start + len(chunk)})
+    return trace
+
+
+# --------------------------------------------------------------------------- the views
+
+
+def temperature_view(scores, temperature) -> tuple[plt.Figure, str]:
+    """Bars of softmax(scores / T) and the readout of its entropy."""
+    weights, entropy = temperature_weights(scores, temperature)
+    readout = f"T = {temperature:.2f}: largest weight {float(weights.max()):.2f}, " + (
+        f"entropy {entropy:.2f} nats (uniform: {math.log(len(weights)):.2f})"
+    )
+    fig = plots.plot_distributions(weights, title=f"softmax(s / T) at T = {temperature:.2f}",
+                                   xlabel="key")
+    fig.axes[0].set_ylim(0, 1)
+    return fig, readout
+
+
+def query_view(angle_degrees, keys, values) -> tuple[plt.Figure, str]:
+    """The query at an angle among 2-D keys, with its weights and context."""
+    query = query_at_angle(angle_degrees)
+    context, weights = attend_one(query, keys, values)
+    fig = plots.plot_query_keys(query, keys, weights, context,
+                                title=f"query at {angle_degrees:.0f} degrees")
+    shown = ", ".join(f"{w:.2f}" for w in weights.tolist())
+    readout = f"angle {angle_degrees:.0f}: weights {shown}; context ({context[0]:.2f}, " + (
+        f"{context[1]:.2f})"
+    )
+    return fig, readout
+
+
+def bilinear_view(angle_degrees, query, keys, scale=1.0) -> tuple[plt.Figure, str]:
+    """The keys turned by W = scale · rotation, against the query: the scores q · (W k)."""
+    turned = _matrix(keys, "keys", 2) @ bilinear_matrix(angle_degrees, scale).T  # (Lk, 2)
+    context, weights = attend_one(query, turned, turned)
+    fig = plots.plot_query_keys(query, turned, weights, title=f"W k, W turning by "
+                                f"{angle_degrees:.0f} degrees",
+                                key_labels=[f"Wk{i + 1}" for i in range(len(turned))])
+    shown = ", ".join(f"{w:.2f}" for w in weights.tolist())
+    return fig, f"W turns the keys by {angle_degrees:.0f} degrees: weights {shown}"
+
+
+def scaling_view(d_k) -> tuple[plt.Figure, str]:
+    """Score spread and mean largest weight of random vectors of size d_k, unscaled and scaled."""
+    spread = scaling_spread(d_k)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(8, 3), layout="constrained")
+    left.bar(["q·k", "q·k / √d_k"], [spread["score_std"], spread["scaled_std"]],
+             color=["C3", "C0"])
+    left.set_ylabel("standard deviation of the scores")
+    left.set_title(f"d_k = {d_k}")
+    right.bar(["q·k", "q·k / √d_k"], [spread["top_weight"], spread["scaled_top_weight"]],
+              color=["C3", "C0"])
+    right.set_ylim(0, 1)
+    right.set_ylabel("mean largest weight (8 keys)")
+    right.set_title("saturation")
+    readout = (
+        f"d_k = {d_k}: score spread {spread['score_std']:.1f} unscaled, "
+        f"{spread['scaled_std']:.1f} scaled; largest weight {spread['top_weight']:.2f} "
+        f"unscaled, {spread['scaled_top_weight']:.2f} scaled"
+    )
+    return fig, readout
+
+
+def mask_view(scores, valid_keys, causal) -> tuple[plt.Figure, str]:
+    """Weights of scores (L, L) under a padding mask of valid_keys keys, causal or not."""
+    scores = _matrix(scores, "scores")
+    mask = padding_and_causal_mask(len(scores), valid_keys, causal)
+    weights = masked_weights(scores, mask)
+    kind = "causal + padding" if causal else "padding"
+    fig = plots.plot_attention(weights, titles=f"{kind} mask, {valid_keys} valid keys")
+    empty = int((~mask).all(dim=-1).sum())
+    readout = f"{kind}, {valid_keys} valid keys: {empty} fully masked rows (all-zero weights)"
+    return fig, readout
+
+
+def square_view(index, sources, targets, predictions, weights) -> tuple[plt.Figure, str]:
+    """One test square: its corners and prediction (left), its attention weights (right)."""
+    source, target, prediction = (pick(x, index) for x in (sources, targets, predictions))
+    square_weights = pick(weights, index)  # (target_len, source_len)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(8, 3.5), layout="constrained")
+    plots.plot_squares(source[None], target[None], prediction[None], ax=[left])
+    plots.plot_attention(square_weights, ax=right, titles="attention weights",
+                         query_labels=[f"target {i + 1}" for i in range(len(square_weights))],
+                         key_labels=[f"source {j + 1}" for j in range(square_weights.shape[1])])
+    error = float(((prediction - target) ** 2).mean())
+    return fig, f"square {index}: mean squared error {error:.2f}"
+
+
+def head_view(weights, head, tokens=None, query=0) -> tuple[plt.Figure, str]:
+    """One head's weights from weights (n_heads, Lq, Lk), and one query's row of them."""
+    head_weights = pick(weights, head, "head")  # (Lq, Lk)
+    row = pick(head_weights, query, "query")  # (Lk,)
+    names = tokens if tokens is not None else [str(i) for i in range(head_weights.shape[-1])]
+    fig = plots.plot_attention(head_weights, query_labels=tokens, key_labels=tokens,
+                               titles=f"head {head}")
+    shown = " ".join(f"{name} {weight:.2f}" for name, weight in zip(names, row.tolist(),
+                                                                     strict=True))
+    return fig, f"head {head}, weights of query {names[query]!r}: {shown}"
+
+
+def rope_view(position, pair_index, d=8, query=(1.0, 0.0), key=(1.0, 0.0)) -> tuple:
+    """A query pair rotated to `position` (left), and the score against offset (right)."""
+    frequency = rope_frequency(pair_index, d)
+    rotated = rope_rotate(query, position, frequency)
+    offsets = list(range(-16, 17))
+    scores = rope_score_by_offset(query, key, frequency, offsets)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 4), layout="constrained")
+    plots.plot_query_keys(rotated, torch.as_tensor([key], dtype=torch.float64), ax=left,
+                          title=f"pair {pair_index} at position {position}", key_labels=["k"])
+    right.plot(offsets, scores.numpy(), marker=".", color="C0")
+    current = float(rope_score_by_offset(query, key, frequency, [position])[0])
+    right.plot([position], [current], "o", color="C3")
+    right.set_xlabel("offset of the query from the key")
+    right.set_ylabel("score")
+    right.set_title(f"ω_{pair_index} = {frequency:.3g} rad per position")
+    readout = f"position {position}, pair {pair_index}: angle {position * frequency:.2f} rad, " + (
+        f"score {current:.2f}"
+    )
+    return fig, readout
+
+
+def online_softmax_view(block, scores, values, chunk_size) -> tuple[plt.Figure, str]:
+    """The scores read after `block` chunks, with the running m, l and output at each block."""
+    trace = online_softmax_trace(scores, values, chunk_size)
+    state = pick(trace, block, "block")
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.5), layout="constrained")
+    positions = np.arange(len(scores))
+    seen = positions < state["end"]
+    left.bar(positions, np.asarray(scores, dtype=float), color=np.where(seen, "C0", "0.8"))
+    left.axhline(state["m"], color="C3", linestyle="--", label="running max m")
+    left.set_xlabel("key")
+    left.set_ylabel("score")
+    left.set_title(f"after block {block}: {state['end']} keys read")
+    left.legend(fontsize=8)
+    steps = np.arange(block + 1)
+    right.plot(steps, [s["l"] for s in trace[: block + 1]], marker="o", label="running sum ℓ")
+    right.plot(steps, [s["output"] for s in trace[: block + 1]], marker="s", label="output o/ℓ")
+    right.axhline(trace[-1]["output"], color="0.5", linestyle=":", label="final output")
+    right.set_xlabel("block")
+    right.set_xticks(np.arange(len(trace)))
+    right.legend(fontsize=8)
+    readout = (
+        f"block {block}: m = {state['m']:.2f}, ℓ = {state['l']:.2f}, output {state['output']:.3f}"
+        f" (final {trace[-1]['output']:.3f})"
+    )
+    return fig, readout
+
+
+# --------------------------------------------------------------------------- the widgets
+
+
+class Controls(widgets.VBox):
+    """The box of a view's controls; outside a live kernel it reads as a short note."""
+
+    def __repr__(self):
+        names = ", ".join(child.description or "control" for child in self.children)
+        return f"Controls: {names} (run this cell in Jupyter to move them)"
+
+
+def slider(low, high, value, step=1, description=""):
+    """An integer or float slider (floats when any bound or the step is a float)."""
+    floats = any(isinstance(x, float) for x in (low, high, value, step))
+    kind = widgets.FloatSlider if floats else widgets.IntSlider
+    return kind(min=low, max=high, value=value, step=step, description=description,
+                continuous_update=False)
+
+
+def checkbox(value, description):
+    """A checkbox: a toggle."""
+    return widgets.Checkbox(value=value, description=description, indent=False)
+
+
+def show(view, **controls):
+    """Display the controls, then view(**values) -> (Figure, readout); redraw on every change."""
+    if not controls or not all(isinstance(c, widgets.ValueWidget) for c in controls.values()):
+        raise ValueError("show needs at least one control, each an ipywidgets value widget")
+    values = {name: control.value for name, control in controls.items()}
+    fig, readout = view(**values)
+    display(Controls(list(controls.values())))
+    figure_handle = display(fig, display_id=True)
+    readout_handle = display({"text/plain": readout}, raw=True, display_id=True)
+    plt.close(fig)
+
+    def redraw(_change):
+        new_fig, new_readout = view(**{name: c.value for name, c in controls.items()})
+        figure_handle.update(new_fig)
+        readout_handle.update({"text/plain": new_readout}, raw=True)
+        plt.close(new_fig)
+
+    for control in controls.values():
+        control.observe(redraw, names="value")
