@@ -7,8 +7,9 @@
   after the import statements of the lab's setup cell) over that of
   ``nn.TransformerEncoderLayer(norm_first=True, batch_first=True)`` with the same weights, N=32,
   L=128, d_model=256, 8 heads, d_ff=1024, float32, eval mode under ``torch.no_grad()``, a causal
-  mask. Ours returns the per-head weights (N, heads, L, L), which forces PyTorch's attention off its
-  fused path; PyTorch's layer returns none and may take its fused "fast path". Timed
+  mask. Ours computes attention with the lab's own `attention` (no fused kernel) and returns the
+  per-head weights (N, heads, L, L); PyTorch's layer returns none and may take its fused "fast
+  path". Timed
   alternately after a warm-up, median over the rounds;
 * `toy_lm_exact_match`, `toy_lm_train_seconds`: the one-layer causal transformer of the lecture
   (`utils.transformer`) with the lab's sinusoidal encodings, trained to reverse 8 digits: exact
@@ -32,6 +33,13 @@ from utils.transformer import TinyCausalLM, reversal_accuracy, reversal_data, tr
 ASSIGNMENT = "08_transformer_block"
 BATCH, LENGTH, D_MODEL, N_HEADS, D_FF = 32, 128, 256, 8, 1024
 TOY_LENGTH, TOY_SEEDS = 8, (0, 1, 2)
+# PyTorch's parameter names -> the lab's (its block writes its own attention: qkv and out)
+TORCH_TO_LAB = {
+    "self_attn.in_proj_weight": "qkv.weight",
+    "self_attn.in_proj_bias": "qkv.bias",
+    "self_attn.out_proj.weight": "out.weight",
+    "self_attn.out_proj.bias": "out.bias",
+}
 
 
 def torch_layer_like(block):
@@ -41,7 +49,7 @@ def torch_layer_like(block):
     )
     with torch.no_grad():
         for name, parameter in reference.named_parameters():
-            parameter.copy_(block.get_parameter(name))
+            parameter.copy_(block.get_parameter(TORCH_TO_LAB.get(name, name)))
     return reference.eval()
 
 

@@ -128,7 +128,36 @@ FORBIDDEN_CALLS = {
         "logsumexp",
     },
 }
+# ... and what one exercise forbids, by the grade_id of its solution cell: the references that
+# the exercise reimplements, which the rest of the lab may use.
+FORBIDDEN_IN_EXERCISE = {
+    "05_masks": {
+        "masked_softmax": {"softmax", "log_softmax", "Softmax", "LogSoftmax"},
+    },
+    "08_transformer_block": {
+        "attention": {
+            "scaled_dot_product_attention",
+            "MultiheadAttention",
+            "multi_head_attention_forward",
+        },
+        "transformer_block": {
+            "scaled_dot_product_attention",
+            "MultiheadAttention",
+            "multi_head_attention_forward",
+        },
+    },
+    "09_attention_at_scale": {
+        "online_softmax": {"softmax", "log_softmax", "Softmax", "LogSoftmax"},
+        "chunked_attention": {"softmax", "log_softmax", "Softmax", "LogSoftmax"},
+    },
+}
 REVIEW_KEY = "course_review"
+
+
+def forbidden_calls(assignment, grade_id):
+    """Names whose call the rules of a lab's cell forbid."""
+    in_exercise = FORBIDDEN_IN_EXERCISE.get(assignment, {}).get(grade_id, set())
+    return FORBIDDEN_CALLS.get(assignment, set()) | in_exercise
 
 
 def allowed_module(name, allowed):
@@ -390,15 +419,17 @@ class EnforceAllowlist(NbGraderPreprocessor):
                 continue
             aliases.update(module_aliases(tree))
             protected |= top_level_names(tree) | set(module_aliases(tree))
-        forbidden = FORBIDDEN_CALLS.get(resources["nbgrader"]["assignment"], set())
+        assignment = resources["nbgrader"]["assignment"]
         findings = []
         for index, cell in enumerate(nb.cells):
             if cell.cell_type != "code" or is_instructor_cell(cell, instructor):
                 continue
+            grade_id = nbgrader_meta(cell).get("grade_id")
             problem, calls = review(
-                cell.source, protected, aliases, self.allowed_modules, forbidden
+                cell.source, protected, aliases, self.allowed_modules,
+                forbidden_calls(assignment, grade_id),
             )
-            where = nbgrader_meta(cell).get("grade_id") or f"cell {index + 1}"
+            where = grade_id or f"cell {index + 1}"
             for line, name in calls:
                 findings.append(f"{where}, line {line}: calls {name}, which this lab forbids")
             if problem:

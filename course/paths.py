@@ -7,6 +7,7 @@ SOURCE = ROOT / "source"
 RELEASE = ROOT / "release"
 SOLUTIONS = ROOT / "solutions"
 NOTEBOOKS = ROOT / "notebooks"
+NOTATION = "00_notation.ipynb"  # the notation and glossary page beside the lectures
 CONFIG = ROOT / "nbgrader_config.py"
 
 
@@ -26,8 +27,8 @@ def source_lab(assignment, root=ROOT):
 
 
 def lecture_notebooks(root=ROOT):
-    """Paths of the lecture notebooks, in order."""
-    return sorted((Path(root) / "notebooks").glob("*.ipynb"))
+    """Paths of the lecture notebooks, in order (not the notation page)."""
+    return sorted((Path(root) / "notebooks").glob("[0-9][1-9]_*.ipynb"))
 
 
 def gradebook_url(root=ROOT):

@@ -8,6 +8,7 @@ import nbformat
 import pytest
 from catalogue import ASSIGNMENTS
 from nbgrader.validator import Validator
+from substance import cell_units, function_units, shown_share
 
 from course import notebooks, paths, release
 
@@ -174,6 +175,72 @@ def test_only_timings_escape_nbval(path):
     assert not untimed, f"{path.name}: nbval-ignore-output on cells that time nothing: {untimed}"
 
 
+PREDICTION = "**Predict, then run.**"
+MIN_PREDICTIONS = 2
+LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+
+
+def relative_links(text):
+    """Targets of the Markdown links in `text` that point into the course (not to the web)."""
+    return [target for target in LINK.findall(text) if "://" not in target]
+
+
+@pytest.mark.parametrize("path", paths.lecture_notebooks(), ids=lambda p: p.name)
+def test_lecture_asks_for_predictions_before_its_cells(path):
+    # "Predict, then run": the question, then the answer folded away, then the cell that shows it.
+    cells = notebooks.read(path).cells
+    asked = [n for n, cell in enumerate(cells) if cell.cell_type == "markdown"
+             and PREDICTION in cell.source]
+    assert len(asked) >= MIN_PREDICTIONS, f"{path.name} asks for {len(asked)} predictions"
+    for n in asked:
+        folded = re.search(r"<details>\s*<summary>.+?</summary>.+?</details>", cells[n].source,
+                           re.DOTALL)
+        assert folded, f"{path.name} cell {n}: put the answer in a <details> block"
+        assert n + 1 < len(cells) and cells[n + 1].cell_type == "code", (
+            f"{path.name} cell {n}: a prediction comes right before the cell that answers it"
+        )
+
+
+@pytest.mark.parametrize("path", paths.lecture_notebooks(), ids=lambda p: p.name)
+def test_lecture_links_the_notation_and_ends_with_next(path):
+    cells = notebooks.read(path).cells
+    assert paths.NOTATION in relative_links(cells[0].source), (
+        f"{path.name}: the first cell links the notation page {paths.NOTATION}"
+    )
+    last = cells[-1]
+    assert last.cell_type == "markdown" and "**Next:**" in last.source, (
+        f"{path.name} ends with a **Next:** cell"
+    )
+    lab = f"../release/{path.stem}/{paths.lab_filename(path.stem)}"
+    assert lab in relative_links(last.source), f"{path.name}: Next links its lab {lab}"
+
+
+@pytest.mark.parametrize("path", paths.lecture_notebooks(), ids=lambda p: p.name)
+def test_lecture_has_a_control_stored_at_its_starting_value(path):
+    # A control's cell keeps its figure and readout as ordinary outputs, and no widget id.
+    cells = [cell for cell in notebooks.read(path).cells if cell.cell_type == "code"]
+    controls = [cell for cell in cells if "interactive.show(" in cell.source]
+    assert controls, f"{path.name} has no control (utils.interactive.show)"
+    for cell in controls:
+        data = [output.get("data", {}) for output in cell.outputs]
+        kinds = [next(iter(sorted(d)), "stream") for d in data]
+        assert any("image/png" in d for d in data), f"{path.name}: no stored figure: {kinds}"
+        texts = [d.get("text/plain", "") for d in data]
+        assert any(text.startswith("Controls: ") for text in texts), texts
+    stored = nbformat.writes(notebooks.read(path))
+    assert notebooks.WIDGET_VIEW not in stored, f"{path.name} stores a widget view"
+
+
+@pytest.mark.parametrize(
+    "path", paths.lecture_notebooks() + [paths.NOTEBOOKS / paths.NOTATION], ids=lambda p: p.name
+)
+def test_links_between_notebooks_resolve(path):
+    text = "\n".join(cell.source for cell in notebooks.read(path).cells
+                     if cell.cell_type == "markdown")
+    broken = [t for t in relative_links(text) if not (path.parent / t).resolve().exists()]
+    assert not broken, f"{path.name} links to missing files: {broken}"
+
+
 UNGUARDED_COMPARISONS = [
     "torch.allclose",
     "torch.equal",
@@ -239,6 +306,41 @@ def test_lectures_show_the_idea_not_the_labs_lines(assignment):
         f"{assignment}: {len(shared)} of {len(solution)} solution lines are in its lecture or an "
         f"earlier one: {shared}"
     )
+
+
+# ... and in substance: a solution function that a lecture shows with other names is a copy.
+MIN_SOLUTION_TOKENS = 30  # shorter functions (a constructor, a two-line helper) give nothing away
+SUBSTANCE_LIMIT = 0.55
+
+
+def lecture_code_units(assignment):
+    """Token units of the code cells of a lab's lecture and every earlier one."""
+    return [
+        unit
+        for path in paths.lecture_notebooks()
+        if path.name[:2] <= assignment[:2]
+        for number, cell in enumerate(notebooks.read(path).cells)
+        if cell.cell_type == "code"
+        for unit in cell_units(cell.source, f"{path.name[:2]} cell {number}")
+    ]
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_lectures_show_the_idea_not_the_labs_substance(assignment):
+    # An exercise asks for more than its lecture shows (the general, batched, causal or
+    # streaming form): no solution function is mostly a lecture cell with other names.
+    shown = lecture_code_units(assignment)
+    copies = []
+    for cell in source_notebook(assignment).cells:
+        if cell.cell_type != "code" or not notebooks.nbgrader_meta(cell).get("solution"):
+            continue
+        for name, solution in function_units(cell.source):
+            if name == "__init__" or len(solution) < MIN_SOLUTION_TOKENS:  # layers, not substance
+                continue
+            share, where = max((shown_share(solution, unit), label) for label, unit in shown)
+            if share > SUBSTANCE_LIMIT:
+                copies.append(f"{name} ({share:.0%} in lecture {where})")
+    assert not copies, f"{assignment}: solutions that a lecture already shows: {copies}"
 
 
 MAX_VISIBLE_TEST_LINES = 25

@@ -289,6 +289,20 @@ def test_forbidden_calls_are_listed_not_refused():
     assert problem is None and calls == [(3, "softmax")]
 
 
+def test_an_exercise_forbids_what_it_reimplements_and_the_lab_what_it_forbids_everywhere():
+    for assignment, exercises in integrity.FORBIDDEN_IN_EXERCISE.items():
+        solutions = {
+            notebooks.nbgrader_meta(cell).get("grade_id")
+            for cell in notebooks.read(paths.source_lab(assignment)).cells
+            if notebooks.nbgrader_meta(cell).get("solution")
+        }
+        assert set(exercises) <= solutions, f"{assignment}: no solution cell {set(exercises)}"
+        for grade_id, names in exercises.items():
+            assert names <= integrity.forbidden_calls(assignment, grade_id)
+    lab_wide = integrity.FORBIDDEN_CALLS["01_softmax"]
+    assert integrity.forbidden_calls("01_softmax", "no such cell") == lab_wide
+
+
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_solutions_and_catalogued_mistakes_are_inside_the_allowlist(assignment):
     nb = notebooks.read(paths.source_lab(assignment))

@@ -318,3 +318,80 @@ def test_labels_may_be_arrays_and_bad_calls_open_no_figure():
     with pytest.raises(ValueError):
         plot_squares(np.ones((2, 2)))
     assert plt.get_fignums() == []
+
+
+def test_plot_running_max_draws_scores_maximum_and_sum_on_two_axes():
+    from utils.plots import plot_running_max
+
+    fig = plot_running_max([0.5, 2.0, -1.0], [0.5, 2.0, 2.0], [1.0, 1.22, 1.27])
+    assert isinstance(fig, Figure)
+    left, right = fig.axes
+    assert_labelled(left)
+    assert right.get_ylabel() == "running sum $\\ell$"
+    assert len(left.get_legend().get_texts()) == 3
+    _, ax = plt.subplots()
+    assert plot_running_max([1.0], [1.0], [1.0], ax=ax) is ax.figure
+    with pytest.raises(ValueError, match="running_sum"):
+        plot_running_max([1.0, 2.0], [1.0, 2.0], [1.0])
+
+
+def test_tile_kinds_of_a_causal_mask_and_ragged_tiles():
+    from utils.plots import tile_kinds
+
+    causal = torch.ones(12, 12, dtype=torch.bool).tril()
+    assert tile_kinds(causal, 4, 4).tolist() == [[1, 0, 0], [2, 1, 0], [2, 2, 1]]
+    assert tile_kinds(causal[:5, :7], 4, 3).tolist() == [[1, 1, 0], [2, 1, 0]]
+    assert tile_kinds(np.ones((2, 3)), 8, 8).tolist() == [[2]]
+    with pytest.raises(ValueError, match="block_k"):
+        tile_kinds(causal, 4, 0)
+    with pytest.raises(ValueError, match="allowed"):
+        tile_kinds(np.ones(3), 1, 1)
+
+
+def test_plot_block_tiling_outlines_every_tile_on_given_ax():
+    from utils.plots import plot_block_tiling
+
+    fig = plot_block_tiling(torch.ones(12, 12, dtype=torch.bool).tril(), 4, 4)
+    ax = fig.axes[0]
+    assert_labelled(ax)
+    assert sorted(texts(ax)) == sorted(["mask"] * 3 + ["full"] * 3 + ["skip"] * 3)
+    assert len(ax.patches) == 9
+    _, given = plt.subplots()
+    assert plot_block_tiling(np.ones((3, 5)), 2, 2, ax=given) is given.figure
+    assert len(given.patches) == 6
+
+
+# plot_rotations and plot_gram_matrix (lecture 08)
+
+from utils.plots import plot_gram_matrix, plot_rotations  # noqa: E402
+
+
+def test_plot_rotations_draws_one_turned_arrow_per_angle():
+    fig = plot_rotations([1.0, 0.0], [0.0, np.pi / 2], labels=["p = 0", "p = 1"])
+    (ax,) = fig.axes
+    assert_labelled(ax)
+    arrows = [a for a in ax.texts if a.get_text()]
+    assert [a.get_text() for a in arrows] == ["p = 0", "p = 1"]
+    np.testing.assert_allclose(arrows[0].xy, (1.0, 0.0), atol=1e-12)
+    np.testing.assert_allclose(arrows[1].xy, (0.0, 1.0), atol=1e-12)
+
+
+def test_plot_rotations_on_a_given_ax_and_bad_input():
+    fig, ax = plt.subplots()
+    assert plot_rotations(torch.tensor([0.5, 0.5]), torch.tensor([0.1]), ax=ax) is fig
+    with pytest.raises(ValueError, match="vector"):
+        plot_rotations([1.0, 0.0, 0.0], [0.0])
+    with pytest.raises(ValueError, match="labels"):
+        plot_rotations([1.0, 0.0], [0.0, 1.0], labels=["one"])
+
+
+def test_plot_gram_matrix_shows_the_dot_products():
+    vectors = torch.tensor([[1.0, 0.0], [0.0, 2.0], [1.0, 1.0]])
+    fig = plot_gram_matrix(vectors, title="Gram")
+    ax = fig.axes[0]
+    assert_labelled(ax) and ax.get_title() == "Gram"
+    np.testing.assert_allclose(ax.images[0].get_array(), (vectors @ vectors.T).numpy())
+    fig, ax = plt.subplots()
+    assert plot_gram_matrix(vectors, ax=ax) is fig
+    with pytest.raises(ValueError, match="vectors"):
+        plot_gram_matrix(torch.zeros(3))

@@ -12,6 +12,7 @@ from utils.transformer import (
     causal_mask,
     reversal_accuracy,
     reversal_data,
+    rotate,
     train_reversal,
 )
 
@@ -44,7 +45,7 @@ def test_causal_mask_is_lower_triangular():
         causal_mask(0)
 
 
-@pytest.mark.parametrize("positions", ["none", "learned", torch.randn(16, 8)])
+@pytest.mark.parametrize("positions", ["none", "learned", "rope", torch.randn(16, 8)])
 def test_model_is_causal_with_every_kind_of_positions(positions):
     torch.manual_seed(0)
     model = TinyCausalLM(d_model=8, n_heads=2, d_ff=16, max_length=16, positions=positions).eval()
@@ -66,10 +67,34 @@ def test_model_refuses_bad_positions_and_long_sequences():
         model(torch.zeros(1, 5, dtype=torch.long))
 
 
-def test_attention_weights_are_causal_distributions():
+def test_rotate_turns_each_pair_by_position_times_frequency():
+    x = torch.zeros(1, 3, 4)  # (N, L, d_head): pair 0 = (1, 0), pair 1 = (0, 1) at every position
+    x[..., 0], x[..., 3] = 1.0, 1.0
+    p = torch.arange(3.0)
+    expected = torch.stack([p.cos(), p.sin(), -(p / 100).sin(), (p / 100).cos()], dim=-1)
+    assert torch.allclose(rotate(x), expected[None], atol=1e-6)
+    q, k = torch.randn(2, 8).unbind(0)
+    scores = rotate(q.expand(6, 8)) @ rotate(k.expand(6, 8)).T  # (L, L): depends on p - m only
+    assert torch.allclose(scores[1:, 1:], scores[:-1, :-1], atol=1e-5)
+
+
+def test_rope_model_adds_nothing_to_the_embeddings_and_is_not_a_bag_of_tokens():
+    torch.manual_seed(0)
+    model = TinyCausalLM(d_model=8, n_heads=2, d_ff=16, max_length=16, positions="rope").eval()
+    tokens = reversal_data(1, 3, seed=0)  # (1, 7)
+    assert torch.equal(model.inputs(tokens), model.embed(tokens))
+    swapped = tokens[:, [1, 0, 2, 3, 4, 5, 6]]  # the first two digits exchanged
+    with torch.no_grad():
+        assert not torch.allclose(model(swapped)[:, -1], model(tokens)[:, -1], atol=1e-6)
+    with pytest.raises(ValueError, match="src_mask"):
+        model.layers[0](torch.zeros(1, 2, 8), src_key_padding_mask=torch.zeros(1, 2).bool())
+
+
+@pytest.mark.parametrize("positions", ["learned", "rope"])
+def test_attention_weights_are_causal_distributions(positions):
     torch.manual_seed(0)
     model = TinyCausalLM(
-        d_model=8, n_heads=2, n_layers=2, d_ff=16, max_length=16, positions="learned"
+        d_model=8, n_heads=2, n_layers=2, d_ff=16, max_length=16, positions=positions
     )
     maps = attention_weights(model, reversal_data(3, 2, seed=1))  # (layers, N, heads, L, L)
     assert maps.shape == (2, 3, 2, 5, 5)

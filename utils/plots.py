@@ -398,3 +398,117 @@ def plot_squares(
             titles[i],
         )
     return fig
+
+
+def plot_running_max(scores, running_max, running_sum, ax=None, title=None) -> Figure:
+    """Scores read one by one, with the running maximum m and the running sum ℓ after each."""
+    scores = _to_numpy(scores, "scores")
+    _check_shape(scores, "scores", "(L,) with L >= 1", scores.ndim == 1 and scores.size > 0)
+    running_max = _check_vector(running_max, "running_max", scores.size)
+    running_sum = _check_vector(running_sum, "running_sum", scores.size)
+    fig, ax = _single_axes(ax, figsize=(7, 3.5))
+    positions = np.arange(scores.size)
+    ax.plot(positions, scores, "o", color=KEY_COLOR, label="score $s_j$")
+    ax.step(positions, running_max, where="post", color=QUERY_COLOR, label="running maximum $m$")
+    ax.set_xlabel("position j read so far")
+    ax.set_ylabel("score")
+    right = ax.twinx()
+    right.step(positions, running_sum, where="post", color=CONTEXT_COLOR, linestyle="--",
+               label="running sum $\\ell$")
+    right.set_ylabel("running sum $\\ell$")
+    right.set_ylim(bottom=0)
+    lines = ax.get_legend_handles_labels()
+    extra = right.get_legend_handles_labels()
+    ax.legend(lines[0] + extra[0], lines[1] + extra[1], fontsize=8, loc="lower right")
+    ax.set_title(title or "The online softmax, one score at a time")
+    return fig
+
+
+TILE_KINDS = ("skipped", "partly masked", "computed in full")
+
+
+def tile_kinds(allowed, block_q: int, block_k: int) -> np.ndarray:
+    """(tiles of queries, tiles of keys) codes: 0 all masked, 1 partly, 2 nothing masked."""
+    allowed = _to_numpy(allowed, "allowed") > 0
+    _check_shape(allowed, "allowed", "(Lq, Lk)", allowed.ndim == 2 and allowed.size > 0)
+    block_q = validation.positive_int(block_q, "block_q")
+    block_k = validation.positive_int(block_k, "block_k")
+    rows = range(0, allowed.shape[0], block_q)
+    columns = range(0, allowed.shape[1], block_k)
+    kinds = np.zeros((len(rows), len(columns)), dtype=int)
+    for i, first_q in enumerate(rows):
+        for j, first_k in enumerate(columns):
+            tile = allowed[first_q:first_q + block_q, first_k:first_k + block_k]
+            kinds[i, j] = 2 if tile.all() else int(tile.any())
+    return kinds
+
+
+def plot_block_tiling(allowed, block_q: int, block_k: int, ax=None, title=None) -> Figure:
+    """A mask (Lq, Lk), True = may attend, cut into tiles of block_q queries by block_k keys."""
+    kinds = tile_kinds(allowed, block_q, block_k)
+    allowed = _to_numpy(allowed, "allowed") > 0
+    length_q, length_k = allowed.shape
+    fig, ax = _single_axes(ax, figsize=(5, 5))
+    ax.imshow(allowed, cmap=colormaps["Greys"], vmin=-0.5, vmax=1.5, aspect="equal")
+    styles = ({"fill": False, "hatch": "//"}, {"facecolor": "C1", "alpha": 0.4},
+              {"facecolor": "C2", "alpha": 0.4})
+    for i, first_q in enumerate(range(0, length_q, block_q)):
+        for j, first_k in enumerate(range(0, length_k, block_k)):
+            height = min(block_q, length_q - first_q)
+            width = min(block_k, length_k - first_k)
+            kind = kinds[i, j]
+            ax.add_patch(plt.Rectangle((first_k - 0.5, first_q - 0.5), width, height,
+                                       edgecolor="black", linewidth=1.5, **styles[kind]))
+            ax.text(first_k - 0.5 + width / 2, first_q - 0.5 + height / 2,
+                    ("skip", "mask", "full")[kind], ha="center", va="center", fontsize=8,
+                    bbox={"facecolor": "white", "alpha": 0.8, "linewidth": 0})
+    handles = [plt.Rectangle((0, 0), 1, 1, edgecolor="black", **style) for style in styles]
+    ax.legend(handles, TILE_KINDS, fontsize=8, loc="upper right")
+    ax.set_xlabel(f"key position (blocks of {block_k})")
+    ax.set_ylabel(f"query position (blocks of {block_q})")
+    ax.set_xlim(-0.5, length_k - 0.5)
+    ax.set_ylim(length_q - 0.5, -0.5)
+    ax.set_title(title or "Tiles of the scores: dark = may attend")
+    return fig
+
+
+def plot_rotations(vector, angles, labels=None, ax=None, title="A pair rotated by p * omega_i"):
+    """Arrows for a pair `vector` (2,) turned by each of `angles` (P,) radians, labelled."""
+    vector = _check_vector(vector, "vector", 2)
+    angles = _check_vector(angles, "angles")
+    if labels is None:
+        labels = [f"{a:.2f} rad" for a in angles]
+    labels = _check_labels(labels, len(angles), "labels")
+    fig, ax = _single_axes(ax, figsize=(4, 4))
+    radius = float(np.hypot(*vector))
+    ax.add_patch(Circle((0.0, 0.0), radius, fill=False, color="grey", alpha=0.3, linestyle="--"))
+    colors = colormaps["viridis"](np.linspace(0.0, 0.85, len(angles)))
+    for angle, label, color in zip(angles, labels, colors, strict=True):
+        c, s = math.cos(angle), math.sin(angle)
+        turned = np.array([c * vector[0] - s * vector[1], s * vector[0] + c * vector[1]])
+        _arrow(ax, turned, color, label)
+    limit = 1.35 * max(radius, 1e-9)
+    ax.set_xlim(-limit, limit)
+    ax.set_ylim(-limit, limit)
+    ax.set_aspect("equal")
+    ax.axhline(0.0, color="grey", linewidth=0.5)
+    ax.axvline(0.0, color="grey", linewidth=0.5)
+    ax.set_xlabel("feature 2i")
+    ax.set_ylabel("feature 2i + 1")
+    ax.set_title(title)
+    return fig
+
+
+def plot_gram_matrix(vectors, ax=None, title="Dot products between rows", label="position"):
+    """Heatmap of the dot products vectors @ vectors.T of rows (L, d), with a colour bar."""
+    array = _to_numpy(vectors, "vectors")
+    ok = array.ndim == 2 and array.shape[0] > 0 and array.shape[1] > 0
+    _check_shape(array, "vectors", "(L, d) with L, d >= 1", ok)
+    gram = array @ array.T  # (L, L)
+    fig, ax = _single_axes(ax, figsize=(5, 4))
+    image = ax.imshow(gram, cmap="viridis")
+    fig.colorbar(image, ax=ax, label="dot product")
+    ax.set_xlabel(f"{label} m")
+    ax.set_ylabel(f"{label} p")
+    ax.set_title(title)
+    return fig

@@ -6,8 +6,9 @@ only its predictions of the reversed digits count. Knowing *which* digit comes n
 order of the input, so a model without position information cannot do it.
 
 The model is a stack of PyTorch's `nn.TransformerEncoderLayer` (pre-LayerNorm) under a causal
-mask. Its position information is chosen by the caller: none, a learned table, or a fixed
-(max_length, d_model) table of encodings added to the token embeddings.
+mask. Its position information is chosen by the caller: none, a learned table, a fixed
+(max_length, d_model) table of encodings added to the token embeddings, or rotary embeddings
+(RoPE), which rotate the queries and keys inside each layer's attention instead.
 """
 
 from __future__ import annotations
@@ -23,8 +24,7 @@ from utils import validation
 DIGITS = 10
 SEPARATOR = 10  # the token between the digits and their reversal
 VOCAB_SIZE = 11
-
-
+POSITIONS = ("none", "learned", "rope")
 
 
 def reversal_data(n, length, seed) -> torch.Tensor:
@@ -43,11 +43,55 @@ def causal_mask(length) -> torch.Tensor:
     return torch.ones(length, length, dtype=torch.bool).tril()
 
 
+def rotate(x, base=10000.0) -> torch.Tensor:
+    """RoPE on x (..., L, d_head) from position 0: pair (x_2i, x_2i+1) turned by p * omega_i."""
+    *_, length, d_head = x.shape
+    omega = base ** (-torch.arange(0, d_head, 2, dtype=torch.float32) / d_head)  # (d_head / 2,)
+    angles = torch.outer(torch.arange(length, dtype=torch.float32), omega)  # (L, d_head / 2)
+    turn = torch.polar(torch.ones_like(angles), angles)  # (L, d_head / 2): e^(i p omega_i)
+    pairs = torch.view_as_complex(x.float().unflatten(-1, (d_head // 2, 2)).contiguous())
+    return torch.view_as_real(pairs * turn).flatten(-2).to(x.dtype)  # (..., L, d_head)
+
+
+class RotaryEncoderLayer(nn.TransformerEncoderLayer):
+    """A pre-LN nn.TransformerEncoderLayer whose attention rotates its queries and keys (RoPE).
+
+    It keeps the parent's parameters and sub-layers and replaces only the self-attention: the
+    queries and keys that `self_attn`'s projections make are rotated by their positions before
+    they are compared; the values are not. Called as the parent is: `layer(x, src_mask=...)`.
+    """
+
+    def __init__(self, d_model, n_heads, d_ff):
+        super().__init__(d_model, n_heads, d_ff, dropout=0.0, norm_first=True, batch_first=True)
+
+    def attend(self, normed, src_mask=None):
+        """(context (N, L, d_model), weights (N, heads, L, L)) of RoPE attention on normed x."""
+        heads = self.self_attn.num_heads
+        qkv = nn.functional.linear(normed, self.self_attn.in_proj_weight,
+                                   self.self_attn.in_proj_bias)  # (N, L, 3 d_model)
+        q, k, v = (t.unflatten(-1, (heads, -1)).transpose(1, 2)
+                   for t in qkv.chunk(3, dim=-1))  # each (N, heads, L, d_head)
+        scores = rotate(q) @ rotate(k).transpose(-2, -1) / q.shape[-1] ** 0.5  # (N, heads, L, L)
+        if src_mask is not None:
+            scores = scores.masked_fill(src_mask, float("-inf"))  # torch's mask: True = may NOT
+        weights = scores.softmax(dim=-1)  # (N, heads, L, L)
+        context = (weights @ v).transpose(1, 2).flatten(2)  # (N, L, d_model)
+        return self.self_attn.out_proj(context), weights
+
+    def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
+        """x + RoPE attention(norm1(x)), then x + feed-forward(norm2(x)); (N, L, d_model)."""
+        if src_key_padding_mask is not None:
+            raise ValueError("RotaryEncoderLayer takes src_mask only")
+        x = src + self.attend(self.norm1(src), src_mask)[0]
+        return x + self.linear2(self.activation(self.linear1(self.norm2(x))))
+
+
 class TinyCausalLM(nn.Module):
     """Token embedding + positions + n_layers pre-LN encoder layers under a causal mask + head.
 
-    `positions` is "none", "learned" (an nn.Embedding of max_length rows), or a
-    (max_length, d_model) tensor of fixed encodings, added to the token embeddings.
+    `positions` is "none", "learned" (an nn.Embedding of max_length rows) or a
+    (max_length, d_model) tensor of fixed encodings, added to the token embeddings, or "rope":
+    nothing added, the queries and keys of every layer rotated (RotaryEncoderLayer).
     """
 
     def __init__(
@@ -64,15 +108,19 @@ class TinyCausalLM(nn.Module):
                     f"got {tuple(positions.shape)}"
                 )
             self.register_buffer("table", positions.detach().float().clone())
-        elif positions == "learned":
+        elif isinstance(positions, str) and positions in POSITIONS:
             self.table = None
-            self.learned = nn.Embedding(max_length, d_model)
-        elif positions == "none":
-            self.table = None
+            if positions == "learned":
+                self.learned = nn.Embedding(max_length, d_model)
         else:
-            raise ValueError(f"positions must be 'none', 'learned' or a tensor, got {positions!r}")
+            raise ValueError(
+                f"positions must be 'none', 'learned', 'rope' or a tensor, got {positions!r}"
+            )
+        self.rope = isinstance(positions, str) and positions == "rope"
         self.layers = nn.ModuleList(
-            nn.TransformerEncoderLayer(
+            RotaryEncoderLayer(d_model, n_heads, d_ff)
+            if self.rope
+            else nn.TransformerEncoderLayer(
                 d_model, n_heads, d_ff, dropout=0.0, norm_first=True, batch_first=True
             )
             for _ in range(validation.positive_int(n_layers, "n_layers"))
@@ -81,15 +129,15 @@ class TinyCausalLM(nn.Module):
         self.head = nn.Linear(d_model, VOCAB_SIZE)
 
     def inputs(self, tokens) -> torch.Tensor:
-        """Token embeddings plus position information: tokens (N, L) -> (N, L, D)."""
+        """Token embeddings plus position information: tokens (N, L) -> (N, L, d_model)."""
         length = tokens.shape[1]
         if length > self.max_length:
             raise ValueError(f"sequences of length {length} exceed max_length={self.max_length}")
-        x = self.embed(tokens)  # (N, L, D)
+        x = self.embed(tokens)  # (N, L, d_model)
         if self.table is not None:
-            x = x + self.table[:length]  # (L, D) broadcasts over the batch
+            x = x + self.table[:length]  # (L, d_model) broadcasts over the batch
         if self.learned is not None:
-            x = x + self.learned(torch.arange(length))  # (L, D)
+            x = x + self.learned(torch.arange(length))  # (L, d_model)
         return x
 
     def forward(self, tokens) -> torch.Tensor:
@@ -109,9 +157,12 @@ def attention_weights(model: TinyCausalLM, tokens) -> torch.Tensor:
         x = model.inputs(tokens)
         for layer in model.layers:
             normed = layer.norm1(x)  # the attention of a pre-LN layer reads the normalised x
-            _, weights = layer.self_attn(
-                normed, normed, normed, attn_mask=forbidden, average_attn_weights=False
-            )
+            if isinstance(layer, RotaryEncoderLayer):
+                _, weights = layer.attend(normed, forbidden)
+            else:
+                _, weights = layer.self_attn(
+                    normed, normed, normed, attn_mask=forbidden, average_attn_weights=False
+                )
             maps.append(weights)  # (N, heads, L, L)
             x = layer(x, src_mask=forbidden)
     return torch.stack(maps)

@@ -34,6 +34,28 @@ def softmax(scores, dim=-1):
         message="do not sum to 1 along dim=-1",
     ),
     Mistake(
+        name="softmax_global_maximum",
+        cell="softmax",
+        code='''
+def softmax(scores, dim=-1):
+    shifted = scores - scores.max()
+    exps = shifted.exp()
+    return exps / exps.sum(dim=dim, keepdim=True)
+''',
+        message="subtract the largest score along `dim` before exponentiating",
+    ),
+    Mistake(
+        name="softmax_shifts_by_the_smallest",
+        cell="softmax",
+        code='''
+def softmax(scores, dim=-1):
+    shifted = scores - scores.amin(dim=dim, keepdim=True)
+    exps = shifted.exp()
+    return exps / exps.sum(dim=dim, keepdim=True)
+''',
+        message="subtract the largest score along `dim` before exponentiating",
+    ),
+    Mistake(
         name="log_of_softmax",
         cell="log_softmax",
         code='''
@@ -60,6 +82,16 @@ def log_softmax(scores, dim=-1):
     return scores - (scores - largest).exp().sum(dim=dim, keepdim=True).log()
 ''',
         message="forgot to add the maximum back into the log-sum-exp",
+    ),
+    Mistake(
+        name="log_sum_exp_global_maximum",
+        cell="log_softmax",
+        code='''
+def log_softmax(scores, dim=-1):
+    largest = scores.max()
+    return scores - largest - (scores - largest).exp().sum(dim=dim, keepdim=True).log()
+''',
+        message="not of the whole tensor",
     ),
     Mistake(
         name="temperature_multiplies",

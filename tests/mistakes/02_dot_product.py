@@ -30,7 +30,7 @@ def dot_product_scores(query, keys):
 def dot_product_scores(query, keys):
     return torch.bmm(query, keys.transpose(1, 2)) / query.shape[-1] ** 0.5
 ''',
-        message="it looks like you scaled the scores by 1/sqrt(H)",
+        message="it looks like you scaled the scores by 1/sqrt(d_k)",
     ),
     Mistake(
         name="attention_softmax_over_queries",
@@ -71,7 +71,7 @@ def attention(query, keys, values):
     weights = torch.softmax(scores, dim=-1)
     return torch.bmm(weights, values), weights
 ''',
-        message="it looks like you divided the scores by sqrt(H)",
+        message="it looks like you divided the scores by sqrt(d_k)",
     ),
     Mistake(
         name="attention_returns_weights_first",

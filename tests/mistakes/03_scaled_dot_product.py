@@ -56,6 +56,19 @@ def scaled_dot_product_attention(query, keys, values, mask=None):
         message="it looks like you divided the scores by the square root of the size of the values",
     ),
     Mistake(
+        name="scaled_by_first_dimension",
+        cell="scaled_dot_product_attention",
+        code='''
+def scaled_dot_product_attention(query, keys, values, mask=None):
+    scores = query @ keys.transpose(-2, -1) / math.sqrt(query.shape[0])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ values, weights
+''',
+        message="divided the scores by the square root of the first dimension",
+    ),
+    Mistake(
         name="mask_inverted",
         cell="scaled_dot_product_attention",
         code='''

@@ -163,4 +163,20 @@ def masked_softmax(scores, mask, dim=-1):
 ''',
         message="still flows backward after you replace it by 0",
     ),
+    Mistake(
+        name="softmax_always_last_dimension",
+        cell="masked_softmax",
+        code='''
+def masked_softmax(scores, mask, dim=-1):
+    if mask.dtype != torch.bool:
+        raise ValueError(f"mask must be boolean, got {mask.dtype}")
+    filled = scores.masked_fill(~mask, float("-inf"))
+    largest = filled.amax(dim=-1, keepdim=True)
+    largest = largest.masked_fill(largest == float("-inf"), 0.0)
+    exps = (filled - largest).exp()
+    total = exps.sum(dim=-1, keepdim=True)
+    return exps / total.masked_fill(total == 0, 1.0)
+''',
+        message="normalised over the last dimension whatever `dim` was",
+    ),
 ]

@@ -17,7 +17,7 @@ DECODER_HEAD = '''
 class DecoderWithAttention(nn.Module):
     def __init__(self, n_features, hidden_dim):
         super().__init__()
-        self.cell = nn.GRUCell(n_features, hidden_dim)
+        self.cell = nn.GRUCell(n_features + hidden_dim, hidden_dim)
         self.attention = Attention(hidden_dim)
         self.output = nn.Linear(2 * hidden_dim, n_features)
 
@@ -146,44 +146,88 @@ MISTAKES = [
         message="it looks like you set the masked scores to 0 instead of -inf",
     ),
     Mistake(
-        name="decoder_query_from_encoder",
-        cell="decoder_with_attention",
-        code=decoder('''
-        hidden = self.cell(x[:, 0], hidden)
-        query = encoder_states[:, -1:]
-        context, weights = self.attention(query, encoder_states, encoder_states, mask)
-        prediction = self.output(torch.cat([context, hidden.unsqueeze(1)], dim=-1))
-        return prediction, hidden, weights
+        name="attention_fully_masked_row_nan",
+        cell="attention",
+        code=attention('''
+        scores = self.w_q(query) @ self.w_k(keys).transpose(1, 2)
+        scores = scores / self.hidden_dim**0.5
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        weights = torch.softmax(scores, dim=-1)
+        return weights @ values, weights
 '''),
-        message="the attention weights do not change with the decoder's hidden state",
+        message="gave NaN weights to a query whose keys are all masked",
     ),
     Mistake(
-        name="decoder_ignores_context",
-        cell="decoder_with_attention",
-        code='''
-class DecoderWithAttention(nn.Module):
-    def __init__(self, n_features, hidden_dim):
-        super().__init__()
-        self.cell = nn.GRUCell(n_features, hidden_dim)
-        self.attention = Attention(hidden_dim)
-        self.output = nn.Linear(hidden_dim, n_features)
-
-    def forward(self, x, hidden, encoder_states, mask=None):
-        hidden = self.cell(x[:, 0], hidden)
-        query = hidden.unsqueeze(1)
-        _, weights = self.attention(query, encoder_states, encoder_states, mask)
-        return self.output(query), hidden, weights
-''',
-        message="the prediction does not change when the encoder states change",
-    ),
-    Mistake(
-        name="decoder_weights_squeezed",
+        name="decoder_luong_order",
         cell="decoder_with_attention",
         code=decoder('''
         hidden = self.cell(x[:, 0], hidden)
         query = hidden.unsqueeze(1)
         context, weights = self.attention(query, encoder_states, encoder_states, mask)
         prediction = self.output(torch.cat([context, query], dim=-1))
+        return prediction, hidden, weights
+'''),
+        message="the GRU cell takes [x, context], (N, F + H)",
+    ),
+    Mistake(
+        name="decoder_query_after_a_step_without_context",
+        cell="decoder_with_attention",
+        code=decoder('''
+        zeros = torch.zeros_like(hidden).unsqueeze(1)
+        stepped = self.cell(torch.cat([x, zeros], dim=-1)[:, 0], hidden)
+        context, weights = self.attention(stepped.unsqueeze(1), encoder_states, encoder_states,
+                                          mask)
+        hidden = self.cell(torch.cat([x, context], dim=-1)[:, 0], hidden)
+        prediction = self.output(torch.cat([context, hidden.unsqueeze(1)], dim=-1))
+        return prediction, hidden, weights
+'''),
+        message="the query is the state before the GRU step",
+    ),
+    Mistake(
+        name="decoder_query_from_encoder",
+        cell="decoder_with_attention",
+        code=decoder('''
+        query = encoder_states[:, -1:]
+        context, weights = self.attention(query, encoder_states, encoder_states, mask)
+        hidden = self.cell(torch.cat([x, context], dim=-1)[:, 0], hidden)
+        prediction = self.output(torch.cat([context, hidden.unsqueeze(1)], dim=-1))
+        return prediction, hidden, weights
+'''),
+        message="it looks like you used the encoder's last state as the query",
+    ),
+    Mistake(
+        name="decoder_context_before_point",
+        cell="decoder_with_attention",
+        code=decoder('''
+        query = hidden.unsqueeze(1)
+        context, weights = self.attention(query, encoder_states, encoder_states, mask)
+        hidden = self.cell(torch.cat([context, x], dim=-1)[:, 0], hidden)
+        prediction = self.output(torch.cat([context, hidden.unsqueeze(1)], dim=-1))
+        return prediction, hidden, weights
+'''),
+        message="it looks like you fed [context, x] to the GRU cell",
+    ),
+    Mistake(
+        name="decoder_predicts_from_old_state",
+        cell="decoder_with_attention",
+        code=decoder('''
+        query = hidden.unsqueeze(1)
+        context, weights = self.attention(query, encoder_states, encoder_states, mask)
+        new_hidden = self.cell(torch.cat([x, context], dim=-1)[:, 0], hidden)
+        prediction = self.output(torch.cat([context, query], dim=-1))
+        return prediction, new_hidden, weights
+'''),
+        message="it looks like you predicted from the state before the step",
+    ),
+    Mistake(
+        name="decoder_weights_squeezed",
+        cell="decoder_with_attention",
+        code=decoder('''
+        query = hidden.unsqueeze(1)
+        context, weights = self.attention(query, encoder_states, encoder_states, mask)
+        hidden = self.cell(torch.cat([x, context], dim=-1)[:, 0], hidden)
+        prediction = self.output(torch.cat([context, hidden.unsqueeze(1)], dim=-1))
         return prediction, hidden, weights.squeeze(1)
 '''),
         message="weights has shape (3, 5), expected (3, 1, 5)",
@@ -192,10 +236,10 @@ class DecoderWithAttention(nn.Module):
         name="decoder_state_before_context",
         cell="decoder_with_attention",
         code=decoder('''
-        hidden = self.cell(x[:, 0], hidden)
         query = hidden.unsqueeze(1)
         context, weights = self.attention(query, encoder_states, encoder_states, mask)
-        prediction = self.output(torch.cat([query, context], dim=-1))
+        hidden = self.cell(torch.cat([x, context], dim=-1)[:, 0], hidden)
+        prediction = self.output(torch.cat([hidden.unsqueeze(1), context], dim=-1))
         return prediction, hidden, weights
 '''),
         message="it looks like you concatenated [state, context]",
@@ -204,22 +248,22 @@ class DecoderWithAttention(nn.Module):
         name="decoder_drops_mask",
         cell="decoder_with_attention",
         code=decoder('''
-        hidden = self.cell(x[:, 0], hidden)
         query = hidden.unsqueeze(1)
         context, weights = self.attention(query, encoder_states, encoder_states)
-        prediction = self.output(torch.cat([context, query], dim=-1))
+        hidden = self.cell(torch.cat([x, context], dim=-1)[:, 0], hidden)
+        prediction = self.output(torch.cat([context, hidden.unsqueeze(1)], dim=-1))
         return prediction, hidden, weights
 '''),
-        message="padded source points got attention weight",
+        message="it looks like you did not pass the mask to the attention",
     ),
     Mistake(
         name="decoder_returns_old_hidden",
         cell="decoder_with_attention",
         code=decoder('''
-        new_hidden = self.cell(x[:, 0], hidden)
-        query = new_hidden.unsqueeze(1)
+        query = hidden.unsqueeze(1)
         context, weights = self.attention(query, encoder_states, encoder_states, mask)
-        prediction = self.output(torch.cat([context, query], dim=-1))
+        new_hidden = self.cell(torch.cat([x, context], dim=-1)[:, 0], hidden)
+        prediction = self.output(torch.cat([context, new_hidden.unsqueeze(1)], dim=-1))
         return prediction, hidden, weights
 '''),
         message="it looks like you returned the old hidden state instead of the updated one",
@@ -232,10 +276,10 @@ class DecoderWithAttention(nn.Module):
             prediction, hidden, step_weights = self.decoder(x, hidden, states, mask)
             predictions.append(prediction)
             weights.append(step_weights)
-            if target is not None and torch.rand(()).item() < self.teacher_forcing:
-                x = target[:, step:step + 1]
-            else:
-                x = prediction
+            x = prediction
+            if target is not None:
+                forced = torch.rand(len(source), 1, 1) < self.teacher_forcing
+                x = torch.where(forced, target[:, step:step + 1], prediction)
         return torch.cat(predictions, dim=1), torch.cat(weights, dim=1)
 '''),
         message="it looks like you used teacher forcing in evaluation mode",
@@ -261,8 +305,9 @@ class DecoderWithAttention(nn.Module):
             prediction, hidden, step_weights = self.decoder(x, hidden, states, mask)
             predictions.append(prediction)
             weights.append(step_weights)
-            if self.training and target is not None and torch.rand(()) < self.teacher_forcing:
-                x = target[:, step:step + 1]
+            if self.training and target is not None:
+                forced = torch.rand(len(source), 1, 1) < self.teacher_forcing
+                x = torch.where(forced, target[:, step:step + 1], x)
         return torch.cat(predictions, dim=1), torch.cat(weights, dim=1)
 '''),
         message="it looks like you fed the last source point at every step",
@@ -275,10 +320,10 @@ class DecoderWithAttention(nn.Module):
             prediction, hidden, step_weights = self.decoder(x, hidden, states, mask)
             predictions.append(prediction)
             weights.append(step_weights)
-            if self.training and target is not None and torch.rand(()) < self.teacher_forcing:
-                x = target[:, step:step + 1]
-            else:
-                x = prediction
+            x = prediction
+            if self.training and target is not None:
+                forced = torch.rand(len(source), 1, 1) < self.teacher_forcing
+                x = torch.where(forced, target[:, step:step + 1], prediction)
         return torch.cat(predictions, dim=1), torch.cat(weights, dim=1)
 '''),
         message="predictions has shape (2, 2, 2), expected (2, 3, 2)",
@@ -294,10 +339,10 @@ class DecoderWithAttention(nn.Module):
             prediction, hidden, step_weights = self.decoder(x, hidden, states, mask)
             predictions.append(prediction)
             weights.append(step_weights)
-            if self.training and target is not None and torch.rand(()) < self.teacher_forcing:
-                x = target[:, step:step + 1]
-            else:
-                x = prediction
+            x = prediction
+            if self.training and target is not None:
+                forced = torch.rand(len(source), 1, 1) < self.teacher_forcing
+                x = torch.where(forced, target[:, step:step + 1], prediction)
         return torch.cat(predictions, dim=1), torch.cat(weights, dim=1)
 '''),
         message="started the decoder from source[:, -1:], which is padding",
@@ -312,12 +357,28 @@ import random
             prediction, hidden, step_weights = self.decoder(x, hidden, states, mask)
             predictions.append(prediction)
             weights.append(step_weights)
-            if self.training and target is not None and random.random() < self.teacher_forcing:
+            x = prediction
+            if self.training and target is not None:
+                forced = [[[random.random() < self.teacher_forcing]] for _ in range(len(source))]
+                x = torch.where(torch.tensor(forced), target[:, step:step + 1], prediction)
+        return torch.cat(predictions, dim=1), torch.cat(weights, dim=1)
+'''),
+        message="draw the teacher forcing decision with torch.rand",
+    ),
+    Mistake(
+        name="teacher_forcing_one_draw_per_batch",
+        cell="seq2seq_with_attention",
+        code=seq2seq(SEQ2SEQ_LOOP_START + '''
+        for step in range(self.target_len):
+            prediction, hidden, step_weights = self.decoder(x, hidden, states, mask)
+            predictions.append(prediction)
+            weights.append(step_weights)
+            if self.training and target is not None and torch.rand(()) < self.teacher_forcing:
                 x = target[:, step:step + 1]
             else:
                 x = prediction
         return torch.cat(predictions, dim=1), torch.cat(weights, dim=1)
 '''),
-        message="draw the teacher forcing decision with torch.rand",
+        message="draw one decision per sequence",
     ),
 ]

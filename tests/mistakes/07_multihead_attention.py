@@ -32,9 +32,23 @@ class MultiHeadAttention(nn.Module):
         scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_size)
         if mask is not None:
             scores = scores.masked_fill(~mask, float("-inf"))
-        weights = self.dropout(torch.softmax(scores, dim=-1))
+            scores = scores.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)
+        weights = torch.softmax(scores, dim=-1)
+        if mask is not None:
+            weights = weights.masked_fill(~mask, 0.0)
+        weights = self.dropout(weights)
         return self.w_o(merge_heads(weights @ v)), weights
 '''
+
+
+# The two steps of the layer that give a query with no allowed key all-zero weights.
+_EMPTY_ROW_SCORES = (
+    "            scores = scores.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)\n"
+)
+_EMPTY_ROW_WEIGHTS = (
+    "        if mask is not None:\n"
+    "            weights = weights.masked_fill(~mask, 0.0)\n"
+)
 
 
 def _layer_with(*replacements):
@@ -50,10 +64,10 @@ MISTAKES = [
 def split_heads(x, n_heads):
     batch, length, d_model = x.shape
     if d_model % n_heads != 0:
-        raise ValueError(f"n_heads={n_heads} does not divide D={d_model}")
+        raise ValueError(f"n_heads={n_heads} does not divide d_model={d_model}")
     return x.view(batch, n_heads, length, d_model // n_heads)
 ''',
-        message="reshaped straight to (N, n_heads, L, d) with one view, without the transpose",
+        message="reshaped straight to (N, n_heads, L, d_head) with one view, without the transpose",
     ),
     Mistake(
         name="split_interleaves_heads",
@@ -62,10 +76,10 @@ def split_heads(x, n_heads):
 def split_heads(x, n_heads):
     batch, length, d_model = x.shape
     if d_model % n_heads != 0:
-        raise ValueError(f"n_heads={n_heads} does not divide D={d_model}")
+        raise ValueError(f"n_heads={n_heads} does not divide d_model={d_model}")
     return x.view(batch, length, d_model // n_heads, n_heads).permute(0, 3, 1, 2)
 ''',
-        message="cut the features as (d, n_heads) instead of (n_heads, d)",
+        message="cut the features as (d_head, n_heads) instead of (n_heads, d_head)",
     ),
     Mistake(
         name="split_does_not_validate",
@@ -151,29 +165,28 @@ def merge_heads(x):
     Mistake(
         name="layer_dropout_in_eval",
         cell="multi_head_attention",
-        code=_layer_with("weights = self.dropout(torch.softmax(scores, dim=-1))",
-                         "weights = F.dropout(torch.softmax(scores, dim=-1), p=self.p)"),
+        code=_layer_with("weights = self.dropout(weights)",
+                         "weights = F.dropout(weights, p=self.p)"),
         message="gave different outputs for the same input in eval mode",
     ),
     Mistake(
         name="layer_inverted_mask",
         cell="multi_head_attention",
         code=_layer_with('scores.masked_fill(~mask, float("-inf"))',
-                         'scores.masked_fill(mask, float("-inf"))'),
+                         'scores.masked_fill(mask, float("-inf"))',
+                         _EMPTY_ROW_SCORES, "", _EMPTY_ROW_WEIGHTS, ""),
         message="inverted the mask: here True means *may attend*",
     ),
     Mistake(
         name="layer_without_dropout",
         cell="multi_head_attention",
-        code=_layer_with("weights = self.dropout(torch.softmax(scores, dim=-1))",
-                         "weights = torch.softmax(scores, dim=-1)"),
+        code=_layer_with("        weights = self.dropout(weights)\n", ""),
         message="two calls gave the same output: apply dropout to the attention weights",
     ),
     Mistake(
         name="layer_dropout_on_output",
         cell="multi_head_attention",
-        code=_layer_with("weights = self.dropout(torch.softmax(scores, dim=-1))",
-                         "weights = torch.softmax(scores, dim=-1)",
+        code=_layer_with("        weights = self.dropout(weights)\n", "",
                          "return self.w_o(merge_heads(weights @ v)), weights",
                          "return self.dropout(self.w_o(merge_heads(weights @ v))), weights"),
         message="(expected about half): apply dropout to the attention weights and return them",
@@ -185,5 +198,11 @@ def merge_heads(x):
             raise ValueError(f"n_heads={n_heads} does not divide d_model={d_model}")
 ''', ""),
         message="MultiHeadAttention(8, 3) did not raise ValueError",
+    ),
+    Mistake(
+        name="layer_fully_masked_row_nan",
+        cell="multi_head_attention",
+        code=_layer_with(_EMPTY_ROW_SCORES, "", _EMPTY_ROW_WEIGHTS, ""),
+        message="gave NaN weights to a query whose keys are all masked",
     ),
 ]

@@ -17,35 +17,47 @@ def sinusoidal_positions(length, d_model):
 '''
 
 _ROPE = '''
-def apply_rope(x, base=10000.0):
+def apply_rope(x, start=0, base=10000.0):
     size = x.shape[-1]
     if size % 2 != 0:
-        raise ValueError(f"d={size} is odd")
+        raise ValueError(f"d_head={size} is odd")
+    if not isinstance(start, int) or start < 0:
+        raise ValueError(f"bad start={start}")
     frequencies = base ** (-torch.arange(0, size, 2, dtype=x.dtype) / size)
-    angles = torch.arange(x.shape[-2], dtype=x.dtype)[:, None] * frequencies
+    angles = torch.arange(start, start + x.shape[-2], dtype=x.dtype)[:, None] * frequencies
     cos, sin = torch.cos(angles), torch.sin(angles)
     first, second = x[..., 0::2], x[..., 1::2]
     return torch.stack([first * cos - second * sin, first * sin + second * cos], dim=-1).flatten(-2)
 '''
 
-_ROPE_ATTENTION = '''
-def rope_attention(q, k, v, mask=None):
-    q, k = apply_rope(q), apply_rope(k)
+_ATTENTION = '''
+def attention(q, k, v, mask=None, causal=False, rope=False):
+    lq, lk = q.shape[-2], k.shape[-2]
+    if lq > lk:
+        raise ValueError(f"need Lq <= Lk, got Lq={lq}, Lk={lk}")
+    if rope:
+        q, k = apply_rope(q, start=lk - lq), apply_rope(k)
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    allowed = torch.ones(lq, lk, dtype=torch.bool)
+    if causal:
+        allowed = allowed.tril(diagonal=lk - lq)
     if mask is not None:
-        scores = scores.masked_fill(~mask, float("-inf"))
-    weights = torch.softmax(scores, dim=-1)
+        allowed = allowed & mask
+    weights = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)
+    weights = weights.nan_to_num(0.0)
     return weights @ v, weights
 '''
 
 _BLOCK = '''
 class TransformerBlock(nn.Module):
-    def __init__(self, d_model, n_heads, d_ff, dropout=0.0):
+    def __init__(self, d_model, n_heads, d_ff, dropout=0.0, rope=False):
         super().__init__()
-        self.n_heads = n_heads
-        self.p = dropout
+        if d_model % n_heads != 0:
+            raise ValueError(f"d_model={d_model} is not a multiple of n_heads={n_heads}")
+        self.n_heads, self.rope, self.p = n_heads, rope, dropout
         self.norm1 = nn.LayerNorm(d_model)
-        self.self_attn = nn.MultiheadAttention(d_model, n_heads, dropout=dropout, batch_first=True)
+        self.qkv = nn.Linear(d_model, 3 * d_model)
+        self.out = nn.Linear(d_model, d_model)
         self.dropout1 = nn.Dropout(dropout)
         self.norm2 = nn.LayerNorm(d_model)
         self.linear1 = nn.Linear(d_model, d_ff)
@@ -53,15 +65,18 @@ class TransformerBlock(nn.Module):
         self.linear2 = nn.Linear(d_ff, d_model)
         self.dropout2 = nn.Dropout(dropout)
 
-    def forward(self, x, mask=None):
-        forbidden = None
-        if mask is not None:
-            forbidden = ~mask
-            if forbidden.dim() == 3:
-                forbidden = forbidden.repeat_interleave(self.n_heads, dim=0)
+    def heads(self, t):
+        n, length, _ = t.shape
+        return t.view(n, length, self.n_heads, -1).transpose(1, 2)
+
+    def forward(self, x, mask=None, causal=False):
+        n, length, d_model = x.shape
+        if mask is not None and mask.dim() == 3:
+            mask = mask.unsqueeze(1)
         h = self.norm1(x)
-        attended, weights = self.self_attn(h, h, h, attn_mask=forbidden, need_weights=True,
-                                           average_attn_weights=False)
+        q, k, v = (self.heads(t) for t in self.qkv(h).chunk(3, dim=-1))
+        context, weights = attention(q, k, v, mask=mask, causal=causal, rope=self.rope)
+        attended = self.out(context.transpose(1, 2).reshape(n, length, d_model))
         x = x + self.dropout1(attended)
         h = self.norm2(x)
         x = x + self.dropout2(self.linear2(self.dropout(torch.relu(self.linear1(h)))))
@@ -70,13 +85,15 @@ class TransformerBlock(nn.Module):
 
 
 _PRE_LN = """        h = self.norm1(x)
-        attended, weights = self.self_attn(h, h, h, attn_mask=forbidden, need_weights=True,
-                                           average_attn_weights=False)
+        q, k, v = (self.heads(t) for t in self.qkv(h).chunk(3, dim=-1))
+        context, weights = attention(q, k, v, mask=mask, causal=causal, rope=self.rope)
+        attended = self.out(context.transpose(1, 2).reshape(n, length, d_model))
         x = x + self.dropout1(attended)
         h = self.norm2(x)
         x = x + self.dropout2(self.linear2(self.dropout(torch.relu(self.linear1(h)))))"""
-_POST_LN = """        attended, weights = self.self_attn(x, x, x, attn_mask=forbidden,
-                                           average_attn_weights=False)
+_POST_LN = """        q, k, v = (self.heads(t) for t in self.qkv(x).chunk(3, dim=-1))
+        context, weights = attention(q, k, v, mask=mask, causal=causal, rope=self.rope)
+        attended = self.out(context.transpose(1, 2).reshape(n, length, d_model))
         x = self.norm1(x + self.dropout1(attended))
         h = self.dropout(torch.relu(self.linear1(x)))
         x = self.norm2(x + self.dropout2(self.linear2(h)))"""
@@ -128,7 +145,7 @@ MISTAKES = [
         code=_with(_ROPE, "first, second = x[..., 0::2], x[..., 1::2]",
                    "first, second = x[..., :size // 2], x[..., size // 2:]",
                    "dim=-1).flatten(-2)", "dim=-2).flatten(-2)"),
-        message="paired feature i with feature i + d/2 (the two-halves layout",
+        message="paired feature i with feature i + d_head/2 (the two-halves layout",
     ),
     Mistake(
         name="rope_rotates_backwards",
@@ -140,8 +157,8 @@ MISTAKES = [
     Mistake(
         name="rope_positions_from_one",
         cell="apply_rope",
-        code=_with(_ROPE, "torch.arange(x.shape[-2], dtype=x.dtype)",
-                   "torch.arange(1, x.shape[-2] + 1, dtype=x.dtype)"),
+        code=_with(_ROPE, "torch.arange(start, start + x.shape[-2], dtype=x.dtype)",
+                   "torch.arange(start + 1, start + x.shape[-2] + 1, dtype=x.dtype)"),
         message="counted the positions from 1 instead of 0",
     ),
     Mistake(
@@ -149,40 +166,83 @@ MISTAKES = [
         cell="apply_rope",
         code=_with(_ROPE, "base ** (-torch.arange(0, size, 2, dtype=x.dtype) / size)",
                    "base ** (-2 * torch.arange(0, size, 2, dtype=x.dtype) / size)"),
-        message="doubled the exponent of the frequencies (base^(-2 * 2i / d))",
+        message="doubled the exponent of the frequencies (base^(-2 * 2i / d_head))",
+    ),
+    Mistake(
+        name="rope_ignores_start",
+        cell="apply_rope",
+        code=_with(_ROPE, "torch.arange(start, start + x.shape[-2], dtype=x.dtype)",
+                   "torch.arange(x.shape[-2], dtype=x.dtype)"),
+        message="ignored start: the first row of x is at position start, not 0",
     ),
     Mistake(
         name="rope_does_not_validate",
         cell="apply_rope",
         code=_with(_ROPE, """    if size % 2 != 0:
-        raise ValueError(f"d={size} is odd")
+        raise ValueError(f"d_head={size} is odd")
 """, ""),
-        message="apply_rope(x with d=5) raised RuntimeError",
+        message="apply_rope(x with d_head=5) raised RuntimeError",
     ),
     Mistake(
-        name="rope_attention_rotates_values",
-        cell="rope_attention",
-        code=_with(_ROPE_ATTENTION, "q, k = apply_rope(q), apply_rope(k)",
-                   "q, k, v = apply_rope(q), apply_rope(k), apply_rope(v)"),
+        name="rope_accepts_negative_start",
+        cell="apply_rope",
+        code=_with(_ROPE, """    if not isinstance(start, int) or start < 0:
+        raise ValueError(f"bad start={start}")
+""", ""),
+        message="apply_rope(x, start=-1) did not raise ValueError",
+    ),
+    Mistake(
+        name="attention_rotates_values",
+        cell="attention",
+        code=_with(_ATTENTION, "q, k = apply_rope(q, start=lk - lq), apply_rope(k)",
+                   "q, k, v = apply_rope(q, start=lk - lq), apply_rope(k), apply_rope(v)"),
         message="rotated the values too: RoPE rotates only the queries and the keys",
     ),
     Mistake(
-        name="rope_attention_rotates_only_queries",
-        cell="rope_attention",
-        code=_with(_ROPE_ATTENTION, "q, k = apply_rope(q), apply_rope(k)", "q = apply_rope(q)"),
+        name="attention_rotates_only_queries",
+        cell="attention",
+        code=_with(_ATTENTION, "q, k = apply_rope(q, start=lk - lq), apply_rope(k)",
+                   "q = apply_rope(q, start=lk - lq)"),
         message="rotated only the queries",
     ),
     Mistake(
-        name="rope_attention_without_scaling",
-        cell="rope_attention",
-        code=_with(_ROPE_ATTENTION, " / math.sqrt(q.shape[-1])", ""),
-        message="forgot to divide the scores by sqrt(d)",
+        name="attention_without_scaling",
+        cell="attention",
+        code=_with(_ATTENTION, " / math.sqrt(q.shape[-1])", ""),
+        message="forgot to divide the scores by sqrt(d_head)",
     ),
     Mistake(
-        name="rope_attention_inverted_mask",
-        cell="rope_attention",
-        code=_with(_ROPE_ATTENTION, "masked_fill(~mask,", "masked_fill(mask,"),
-        message="is the mask inverted? here True means *may attend*",
+        name="attention_inverted_mask",
+        cell="attention",
+        code=_with(_ATTENTION, "masked_fill(~allowed,", "masked_fill(allowed,"),
+        message="is the mask inverted? Here True means *may attend*",
+    ),
+    Mistake(
+        name="attention_queries_from_position_zero",
+        cell="attention",
+        code=_with(_ATTENTION, "apply_rope(q, start=lk - lq)", "apply_rope(q)"),
+        message="rotated the 2 queries as positions 0 and 1",
+    ),
+    Mistake(
+        name="attention_causal_from_top_left",
+        cell="attention",
+        code=_with(_ATTENTION, "allowed.tril(diagonal=lk - lq)", "allowed.tril()"),
+        message="made the causal mask an (Lq, Lk) lower triangle from its top-left corner",
+    ),
+    Mistake(
+        name="attention_fully_masked_rows_nan",
+        cell="attention",
+        code=_with(_ATTENTION, """    weights = weights.nan_to_num(0.0)
+""", ""),
+        message="query 1, whose keys are all masked, has weights or a context that are not 0",
+    ),
+    Mistake(
+        name="attention_accepts_more_queries_than_keys",
+        cell="attention",
+        code=_with(_ATTENTION, """    if lq > lk:
+        raise ValueError(f"need Lq <= Lk, got Lq={lq}, Lk={lk}")
+""", ""),
+        message="attention with Lq=5 > Lk=3",
     ),
     Mistake(
         name="block_post_ln",
@@ -194,8 +254,9 @@ MISTAKES = [
         name="block_residual_after_norm",
         cell="transformer_block",
         code=_with(_BLOCK, """        h = self.norm1(x)
-        attended, weights = self.self_attn(h, h, h,""", """        x = self.norm1(x)
-        attended, weights = self.self_attn(x, x, x,""",
+        q, k, v = (self.heads(t) for t in self.qkv(h).chunk(3, dim=-1))""",
+                   """        x = self.norm1(x)
+        q, k, v = (self.heads(t) for t in self.qkv(x).chunk(3, dim=-1))""",
                    """        h = self.norm2(x)
         x = x + self.dropout2(self.linear2(self.dropout(torch.relu(self.linear1(h)))))""",
                    """        x = self.norm2(x)
@@ -203,16 +264,24 @@ MISTAKES = [
         message="added the residual to the normalised x",
     ),
     Mistake(
-        name="block_torch_mask_not_inverted",
+        name="block_heads_split_wrong",
         cell="transformer_block",
-        code=_with(_BLOCK, "forbidden = ~mask", "forbidden = mask"),
-        message="did you pass the mask straight to nn.MultiheadAttention?",
+        code=_with(_BLOCK, "return t.view(n, length, self.n_heads, -1).transpose(1, 2)",
+                   "return t.view(n, length, -1, self.n_heads).permute(0, 3, 1, 2)"),
+        message="output of block(x) (nn.TransformerEncoderLayer with your weights)",
     ),
     Mistake(
-        name="block_mask_heads_in_wrong_order",
+        name="block_ignores_rope",
         cell="transformer_block",
-        code=_with(_BLOCK, "forbidden.repeat_interleave(self.n_heads, dim=0)",
-                   "forbidden.repeat(self.n_heads, 1, 1)"),
+        code=_with(_BLOCK, "rope=self.rope)", "rope=False)"),
+        message="TransformerBlock(rope=True) gives the output of rope=False",
+    ),
+    Mistake(
+        name="block_mask_without_head_axis",
+        cell="transformer_block",
+        code=_with(_BLOCK, """        if mask is not None and mask.dim() == 3:
+            mask = mask.unsqueeze(1)
+""", ""),
         message="output with a padding mask (N, L, L)",
     ),
     Mistake(

@@ -11,16 +11,45 @@ import torch
 def online_softmax(scores, chunk_size):
     if chunk_size < 1:
         raise ValueError(f"chunk_size must be at least 1, got {chunk_size}")
+    lowest = torch.finfo(scores.dtype).min
     running_max = scores.new_full(scores.shape[:-1] + (1,), float("-inf"))
     running_sum = scores.new_zeros(scores.shape[:-1] + (1,))
-    for start in range(0, scores.shape[-1], chunk_size):
+    starts = range(0, scores.shape[-1], chunk_size)
+    for start in starts:
         chunk = scores[..., start:start + chunk_size]
         new_max = torch.maximum(running_max, chunk.amax(dim=-1, keepdim=True))
-        safe_max = new_max.clamp(min=torch.finfo(scores.dtype).min)
+        safe_max = new_max.clamp(min=lowest)
         running_sum = running_sum * torch.exp(running_max - safe_max) + torch.exp(
             chunk - safe_max).sum(-1, keepdim=True)
         running_max = new_max
-    return torch.exp(scores - running_max) / running_sum
+    final_max = running_max.clamp(min=lowest)
+    safe_sum = running_sum.masked_fill(running_sum == 0, 1.0)
+    pieces = [torch.exp(scores[..., start:start + chunk_size] - final_max) / safe_sum
+              for start in starts]
+    return torch.cat(pieces, dim=-1)
+'''
+
+_SOFTMAX_TWO_PASSES = '''
+import torch
+
+
+def online_softmax(scores, chunk_size):
+    if chunk_size < 1:
+        raise ValueError(f"chunk_size must be at least 1, got {chunk_size}")
+    starts = range(0, scores.shape[-1], chunk_size)
+    running_max = scores.new_full(scores.shape[:-1] + (1,), float("-inf"))
+    for start in starts:
+        chunk = scores[..., start:start + chunk_size]
+        running_max = torch.maximum(running_max, chunk.amax(dim=-1, keepdim=True))
+    final_max = running_max.clamp(min=torch.finfo(scores.dtype).min)
+    running_sum = scores.new_zeros(scores.shape[:-1] + (1,))
+    for start in starts:
+        chunk = scores[..., start:start + chunk_size]
+        running_sum = running_sum + torch.exp(chunk - final_max).sum(-1, keepdim=True)
+    safe_sum = running_sum.masked_fill(running_sum == 0, 1.0)
+    pieces = [torch.exp(scores[..., start:start + chunk_size] - final_max) / safe_sum
+              for start in starts]
+    return torch.cat(pieces, dim=-1)
 '''
 
 _CHUNKED_ATTENTION = '''
@@ -67,16 +96,26 @@ class KVCache:
     def __init__(self):
         self.keys = None
         self.values = None
+        self.key_buffer = None
+        self.value_buffer = None
 
     def length(self):
         return 0 if self.keys is None else self.keys.shape[1]
 
     def append(self, keys, values):
-        if self.keys is None:
-            self.keys, self.values = keys, values
-        else:
-            self.keys = torch.cat([self.keys, keys], dim=1)
-            self.values = torch.cat([self.values, values], dim=1)
+        seen, new = self.length(), keys.shape[1]
+        if self.key_buffer is None or seen + new > self.key_buffer.shape[1]:
+            capacity = max(2 * seen, seen + new)
+            key_buffer = keys.new_empty(keys.shape[0], capacity, keys.shape[2])
+            value_buffer = values.new_empty(values.shape[0], capacity, values.shape[2])
+            if seen:
+                key_buffer[:, :seen] = self.keys
+                value_buffer[:, :seen] = self.values
+            self.key_buffer, self.value_buffer = key_buffer, value_buffer
+        self.key_buffer[:, seen:seen + new] = keys
+        self.value_buffer[:, seen:seen + new] = values
+        self.keys = self.key_buffer[:, :seen + new]
+        self.values = self.value_buffer[:, :seen + new]
         return self.keys, self.values
 
 
@@ -122,9 +161,15 @@ MISTAKES = [
     Mistake(
         name="softmax_nan_on_masked_chunk",
         cell="online_softmax",
-        code=_with(_ONLINE_SOFTMAX,
-                   "new_max.clamp(min=torch.finfo(scores.dtype).min)", "new_max"),
+        code=_with(_ONLINE_SOFTMAX, "safe_max = new_max.clamp(min=lowest)", "safe_max = new_max"),
         message="exp(-inf - (-inf)) is NaN",
+    ),
+    Mistake(
+        name="softmax_nan_on_fully_masked_row",
+        cell="online_softmax",
+        code=_with(_ONLINE_SOFTMAX, "running_sum.masked_fill(running_sum == 0, 1.0)",
+                   "running_sum"),
+        message="online_softmax of a row whose scores are all -inf",
     ),
     Mistake(
         name="softmax_does_not_validate",
@@ -133,6 +178,33 @@ MISTAKES = [
         raise ValueError(f"chunk_size must be at least 1, got {chunk_size}")
 ''', ""),
         message="online_softmax(scores, 0) raised ValueError but its message",
+    ),
+    Mistake(
+        name="softmax_output_from_the_whole_row",
+        cell="online_softmax",
+        code=_with(_ONLINE_SOFTMAX, "return torch.cat(pieces, dim=-1)",
+                   "return torch.exp(scores - final_max) / safe_sum"),
+        message="it read more than one chunk of the scores at once",
+    ),
+    Mistake(
+        name="softmax_calls_torch_softmax",
+        cell="online_softmax",
+        code='''
+import torch
+
+
+def online_softmax(scores, chunk_size):
+    if chunk_size < 1:
+        raise ValueError(f"chunk_size must be at least 1, got {chunk_size}")
+    return torch.softmax(scores, dim=-1)
+''',
+        message="it read more than one chunk of the scores at once",
+    ),
+    Mistake(
+        name="softmax_max_pass_then_sum_pass",
+        cell="online_softmax",
+        code=_SOFTMAX_TWO_PASSES,
+        message="expected one pass 0 1 2 3 that computes the running max and sum together",
     ),
     Mistake(
         name="attention_nothing_rescaled",
@@ -212,5 +284,35 @@ MISTAKES = [
         first = 0 if cache is None else cache.length()
 '''),
         message="each sequence has its own cache",
+    ),
+    Mistake(
+        name="cache_copies_every_step",
+        cell="kv_cache",
+        code=_with(_KV_CACHE, '''        seen, new = self.length(), keys.shape[1]
+        if self.key_buffer is None or seen + new > self.key_buffer.shape[1]:
+            capacity = max(2 * seen, seen + new)
+            key_buffer = keys.new_empty(keys.shape[0], capacity, keys.shape[2])
+            value_buffer = values.new_empty(values.shape[0], capacity, values.shape[2])
+            if seen:
+                key_buffer[:, :seen] = self.keys
+                value_buffer[:, :seen] = self.values
+            self.key_buffer, self.value_buffer = key_buffer, value_buffer
+        self.key_buffer[:, seen:seen + new] = keys
+        self.value_buffer[:, seen:seen + new] = values
+        self.keys = self.key_buffer[:, :seen + new]
+        self.values = self.value_buffer[:, :seen + new]
+''', '''        if self.keys is None:
+            self.keys, self.values = keys, values
+        else:
+            self.keys = torch.cat([self.keys, keys], dim=1)
+            self.values = torch.cat([self.values, values], dim=1)
+'''),
+        message="the cache copies its stored positions at (almost) every step",
+    ),
+    Mistake(
+        name="cache_grows_by_what_it_needs",
+        cell="kv_cache",
+        code=_with(_KV_CACHE, "capacity = max(2 * seen, seen + new)", "capacity = seen + new"),
+        message="the cache copies its stored positions at (almost) every step",
     ),
 ]
