@@ -224,6 +224,18 @@ def _arrow(ax, vector, color, label, linewidth=1.5) -> None:
     ax.annotate(label, xy=tuple(vector), xytext=(4, 4), textcoords="offset points", color=color)
 
 
+def _plane(ax, limit: float, labels: tuple[str, str], title: str) -> None:
+    """Square axes from -limit to limit with the two coordinate axes drawn, labelled and titled."""
+    ax.set_xlim(-limit, limit)
+    ax.set_ylim(-limit, limit)
+    ax.set_aspect("equal")
+    ax.axhline(0.0, color="grey", linewidth=0.5)
+    ax.axvline(0.0, color="grey", linewidth=0.5)
+    ax.set_xlabel(labels[0])
+    ax.set_ylabel(labels[1])
+    ax.set_title(title)
+
+
 def plot_query_keys(
     query,
     keys,
@@ -264,15 +276,8 @@ def plot_query_keys(
         handles.append(Line2D([], [], color=CONTEXT_COLOR, label="context"))
 
     vectors = [query, *keys_array] + ([context] if context is not None else [])
-    limit = 1.3 * max(1.0, float(np.abs(np.stack(vectors)).max()))
-    ax.set_xlim(-limit, limit)
-    ax.set_ylim(-limit, limit)
-    ax.set_aspect("equal")
-    ax.axhline(0.0, color="grey", linewidth=0.5)
-    ax.axvline(0.0, color="grey", linewidth=0.5)
-    ax.set_xlabel("dimension 1")
-    ax.set_ylabel("dimension 2")
-    ax.set_title(title)
+    _plane(ax, 1.3 * max(1.0, float(np.abs(np.stack(vectors)).max())),
+           ("dimension 1", "dimension 2"), title)
     ax.legend(handles=handles, loc="best", fontsize=8)
     return fig
 
@@ -487,15 +492,7 @@ def plot_rotations(vector, angles, labels=None, ax=None, title="A pair rotated b
         c, s = math.cos(angle), math.sin(angle)
         turned = np.array([c * vector[0] - s * vector[1], s * vector[0] + c * vector[1]])
         _arrow(ax, turned, color, label)
-    limit = 1.35 * max(radius, 1e-9)
-    ax.set_xlim(-limit, limit)
-    ax.set_ylim(-limit, limit)
-    ax.set_aspect("equal")
-    ax.axhline(0.0, color="grey", linewidth=0.5)
-    ax.axvline(0.0, color="grey", linewidth=0.5)
-    ax.set_xlabel("feature 2i")
-    ax.set_ylabel("feature 2i + 1")
-    ax.set_title(title)
+    _plane(ax, 1.35 * max(radius, 1e-9), ("feature 2i", "feature 2i + 1"), title)
     return fig
 
 
