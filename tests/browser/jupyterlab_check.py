@@ -58,6 +58,7 @@ def server(tmp_path_factory):
         sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root",
         f"--port={port}", f"--IdentityProvider.token={token}", f"--notebook-dir={root}",
         f"--LabApp.user_settings_dir={root / 'lab-settings'}",
+        f"--LabApp.workspaces_dir={root / 'workspaces'}",  # not the tabs of ~/.jupyter
     ]  # fmt: skip
     env = nbgrader_environment()  # the formgrader validates with the course's configuration
     log = open(root / "jupyter.log", "w")  # noqa: SIM115 - closed after the server stops
@@ -94,7 +95,8 @@ def open_lab(browser, server, notebook=LAB_NOTEBOOK):
     """A page with a notebook (lab 01's student version by default) open and its kernel ready."""
     url, token, _ = server
     page = browser.new_page(viewport={"width": 1280, "height": 800})
-    page.goto(f"{url}/lab/tree/{notebook}?token={token}")
+    workspace = secrets.token_hex(4)  # a fresh workspace: no tab of another test is restored
+    page.goto(f"{url}/lab/workspaces/{workspace}/tree/{notebook}?token={token}")
     page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=60_000)
     expect(page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")).to_have_count(
         1, timeout=60_000
