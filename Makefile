@@ -9,6 +9,7 @@
 #   make lectures  re-execute the lecture notebooks in notebooks/, storing their outputs
 #   make bench     print timings: notebooks, autograding, training
 #   make collect / autograde / feedback / grades   the instructor's grading cycle (see README);
+#                  make autograde JOBS=N  grades on N workers (default: every core)
 #                  make grades LMS_GRADEBOOK=<exported CSV> ASSIGNMENT=...  fills the LMS's gradebook
 
 PYTHON ?= python3
@@ -24,6 +25,10 @@ export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))
 ASSIGNMENT ?=
 # UNSANDBOXED=1 grades with the instructor's own rights where no sandbox can be made (not advised).
 UNSANDBOXED ?=
+# JOBS=N grades with N workers, each with its own sandboxed kernels (default: one per core).
+JOBS ?=
+# SHARE=K/N grades only share K (0..N-1) of N of the students: one share per grading machine.
+SHARE ?=
 LMS_GRADEBOOK ?=
 LMS_COLUMN ?=
 # Extra options for `make lab`, e.g. LAB_ARGS="--ip=0.0.0.0 --port=8888 --no-browser" on a server.
@@ -86,7 +91,8 @@ bench: $(STAMP)
 	$(BIN)/python -m course.bench
 
 autograde: $(STAMP)
-	$(BIN)/python -m course.instructor autograde $(ASSIGNMENT) $(if $(UNSANDBOXED),--unsandboxed)
+	$(BIN)/python -m course.instructor autograde $(ASSIGNMENT) $(if $(UNSANDBOXED),--unsandboxed) \
+		$(if $(JOBS),--jobs $(JOBS)) $(if $(SHARE),--share $(SHARE))
 
 feedback: $(STAMP)
 	$(BIN)/python -m course.instructor feedback $(ASSIGNMENT)

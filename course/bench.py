@@ -1,11 +1,19 @@
 """Print timings, one `name: value` per line: ``python -m course.bench``.
 
 * `execute_seconds_<notebook>`: wall seconds to execute each lecture and solution notebook;
-* `autograde_seconds_per_submission`: wall seconds per submission when nbgrader autogrades a class
-  of 20 solution submissions of lab 01, everything included (nbgrader's start, the gradebook);
+* `autograde_seconds_per_submission`: wall seconds per submission when one `nbgrader autograde`
+  grades a class of 40 solution submissions of lab 01, everything included (nbgrader's start,
+  the gradebook);
   `..._unforked` the same with kernels started the ordinary way instead of forked
   (`course.fastkernel`);
-* `autograde_seconds_per_submission_<lab>`: the same for a class of 4 submissions of each lab;
+* `class_autograde_seconds_sequential` and `class_autograde_seconds_parallel`: wall seconds for
+  `make autograde` (`course.instructor.autograde`) to grade the same class of 40 solution
+  submissions of lab 01 with one worker (JOBS=1) and with one per core, and
+  `class_autograde_parallel_ratio`, the first over the second;
+* `class_autograde_seconds_per_submission_<lab>`: wall seconds per submission when `make
+  autograde` grades a class of 20 solution submissions of each lab on every core;
+* `term_estimate_minutes_200_students`: from those, the minutes `make autograde` takes on this
+  machine for 200 students and every lab;
 * the figures of the lesson benchmarks (`course.bench_seq2seq`, `course.bench_mha`,
   `course.bench_transformer`, `course.bench_scale`), and `course.bench_widgets`: how long each
   lecture's control takes to redraw.
@@ -17,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from course import notebooks, paths
+from course import grading_pool, instructor, notebooks, paths
 from course.submissions import autograde, fill, scratch_course, solution_cells, submit
 
 LESSON_BENCHMARKS = [
@@ -53,6 +61,48 @@ def autograde_seconds_per_submission(assignment, students=4, fork=True):
         return (time.perf_counter() - start) / students
 
 
+def class_course(scratch, assignment, students):
+    """A scratch course where `students` have handed in the solution of `assignment`."""
+    root = scratch_course(scratch, [assignment])
+    release = notebooks.read(root / "release" / assignment / paths.lab_filename(assignment))
+    submission = fill(release, solution_cells(assignment))
+    for number in range(students):
+        submit(root, assignment, f"student{number:03d}", submission)
+    return root
+
+
+def class_autograde_seconds(assignment, students, jobs=None):
+    """Wall seconds for `make autograde JOBS=jobs` to grade a class of solution submissions."""
+    with tempfile.TemporaryDirectory() as scratch:
+        root = class_course(scratch, assignment, students)
+        instructor.ensure_in_gradebook(assignment, root)
+        start = time.perf_counter()
+        ok, message = instructor.autograde(assignment, root, jobs=jobs)
+        seconds = time.perf_counter() - start
+    if not ok:
+        raise RuntimeError(f"autograde of {assignment} failed:\n{message}")
+    return seconds
+
+
+def autograde_figures(class_size, lab_class_size):
+    """The class-scale autograding figures, name -> value."""
+    first = paths.assignments()[0]
+    sequential = class_autograde_seconds(first, class_size, jobs=1)
+    parallel = class_autograde_seconds(first, class_size)
+    figures = {
+        "autograde_workers": grading_pool.default_jobs(),
+        "class_autograde_seconds_sequential": sequential,
+        "class_autograde_seconds_parallel": parallel,
+        "class_autograde_parallel_ratio": sequential / parallel,
+    }
+    for assignment in paths.assignments():
+        seconds = class_autograde_seconds(assignment, lab_class_size) / lab_class_size
+        figures[f"class_autograde_seconds_per_submission_{assignment}"] = seconds
+    per_student = sum(v for k, v in figures.items() if "per_submission" in k)
+    figures["term_estimate_minutes_200_students"] = 200 * per_student / 60
+    return figures
+
+
 def report(name, value):
     """Print one figure."""
     print(f"{name}: {value:.3f}" if isinstance(value, float) else f"{name}: {value}", flush=True)
@@ -61,9 +111,14 @@ def report(name, value):
 def main(argv=None):
     """Command-line entry point."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--students", type=int, default=4, help="submissions per lab to autograde")
-    parser.add_argument("--class-size", type=int, default=20, help="submissions of lab 01")
+    parser.add_argument("--class-size", type=int, default=40, help="lab 01 class, both ways")
+    parser.add_argument("--lab-class-size", type=int, default=20, help="class of each lab")
+    parser.add_argument(
+        "--autograde-only", action="store_true", help="print the autograding figures only"
+    )
     args = parser.parse_args(argv)
+    if args.class_size < 1 or args.lab_class_size < 1:
+        parser.error("--class-size and --lab-class-size must be at least 1")
     first = paths.assignments()[0]
     report(
         "autograde_seconds_per_submission", autograde_seconds_per_submission(first, args.class_size)
@@ -72,13 +127,12 @@ def main(argv=None):
         "autograde_seconds_per_submission_unforked",
         autograde_seconds_per_submission(first, args.class_size, fork=False),
     )
+    for name, value in autograde_figures(args.class_size, args.lab_class_size).items():
+        report(name, value)
+    if args.autograde_only:
+        return
     for path in paths.lecture_notebooks() + sorted(paths.SOLUTIONS.rglob("*.ipynb")):
         report(f"execute_seconds_{path.stem}", execute_seconds(path))
-    for assignment in paths.assignments():
-        report(
-            f"autograde_seconds_per_submission_{assignment}",
-            autograde_seconds_per_submission(assignment, args.students),
-        )
     for module_name in LESSON_BENCHMARKS:
         for name, value in importlib.import_module(module_name).run().items():
             report(name, value)

@@ -1,7 +1,10 @@
 """The instructor's grading cycle, run from the repository root.
 
 python -m course.instructor autograde [ASSIGNMENT]   grade submitted/ (every lab by default),
-                                                     each kernel in a sandbox (--unsandboxed: not)
+                                                     on every core (--jobs N: N workers), each
+                                                     kernel in a sandbox (--unsandboxed: not);
+                                                     --share K/N: only the K-th of N shares
+                                                     of the students (several machines)
 python -m course.instructor collect ASSIGNMENT       collect an LMS export into submitted/
 python -m course.instructor feedback [ASSIGNMENT]    feedback/ HTML and the LMS's feedback zip
 python -m course.instructor grades                   write grades.csv, one row per student
@@ -17,9 +20,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from nbgrader.api import Gradebook, MissingEntry
+from nbgrader.api import MissingEntry
 
-from course import integrity, lms, notebooks, paths, sandbox
+from course import gradebook_db, grading_pool, integrity, lms, notebooks, paths, sandbox
 from course.collect import collect_export, read_manifest
 from course.nbgrader_run import nbgrader
 from course.release import generate_release
@@ -36,8 +39,8 @@ UPLOAD = "upload"  # what goes back to the LMS: upload/<assignment>/
 
 
 def gradebook(root=paths.ROOT):
-    """Open the course's SQLite gradebook (gradebook.db at the course root)."""
-    return Gradebook(paths.gradebook_url(root))
+    """Open the course's gradebook: gradebook.db, or the database nbgrader_config.py names."""
+    return gradebook_db.open_gradebook(root)
 
 
 def submitted_students(assignment, root=paths.ROOT):
@@ -89,15 +92,27 @@ def executed(path):
     return executed_notebook(path) is not None
 
 
-def autograde(assignment, root=paths.ROOT, sandboxed=True):
-    """Autograde every new or unfinished submission of one lab; return (ok, summary)."""
+def autograde(
+    assignment, root=paths.ROOT, sandboxed=True, jobs=None, progress_stream=None, share=None
+):
+    """Autograde every new or unfinished submission of one lab on `jobs` workers; (ok, summary).
+
+    The summary and the review lines depend on the submissions only, never on `jobs`. With
+    `share` (K, N), only the students of share K of N are graded and reported.
+    """
     students = submitted_students(assignment, root)
+    if share is not None:
+        students = grading_pool.students_of_share(students, *share)
     if not students:
-        return True, f"{assignment}: no submissions in submitted/"
+        where = f"share {share[0]}/{share[1]} of submitted/" if share else "submitted/"
+        return True, f"{assignment}: no submissions in {where}"
     ensure_in_gradebook(assignment, root)
     discard_unfinished(assignment, students, root)
     environment = {} if sandboxed else {"COURSE_UNSANDBOXED": "1"}
-    result = nbgrader(["autograde", assignment], root, check=False, environment=environment)
+    progress = grading_pool.Progress(assignment, len(students), progress_stream)
+    outcomes = grading_pool.grade_class(
+        assignment, students, root, environment, jobs, progress=progress
+    )
     lines = [summary(assignment, students, root)]
     notebook = paths.lab_filename(assignment)
     for student in students:
@@ -110,12 +125,21 @@ def autograde(assignment, root=paths.ROOT, sandboxed=True):
                 f"  {student}: not graded, the notebook could not be run to the end "
                 "(the kernel died or nbgrader failed: see its log below); scores 0"
             )
-    ok = result.returncode == 0 and len(lines) == 1
+    ok = all(outcome.success for outcome in outcomes.values()) and len(lines) == 1
     review = reviewed(assignment, students, root)
     if not ok:
-        errors = [line for line in result.stderr.splitlines() if "ERROR" in line]
-        review.extend(["nbgrader errors:", *errors[-20:]])
+        review.extend(["nbgrader errors:", *error_lines(outcomes)[-20:]])
     return ok, "\n".join(lines + review)
+
+
+def error_lines(outcomes):
+    """nbgrader's ERROR lines for every student, in the order of the students' ids."""
+    return [
+        line
+        for student in sorted(outcomes)
+        for line in outcomes[student].log.splitlines()
+        if "ERROR" in line
+    ]
 
 
 def reviewed(assignment, students, root):
@@ -135,9 +159,7 @@ def reviewed(assignment, students, root):
 def summary(assignment, students, root):
     """Students graded and their mean score for one lab."""
     notebook = paths.lab_filename(assignment)
-    graded = [
-        s for s in students if (paths.autograded(root, s, assignment) / notebook).exists()
-    ]
+    graded = [s for s in students if (paths.autograded(root, s, assignment) / notebook).exists()]
     with gradebook(root) as book:
         maximum = book.find_assignment(assignment).max_score
         scores = [book.find_submission(assignment, s).score for s in graded]
@@ -273,6 +295,24 @@ def lms_scores(assignment, manifest, root=paths.ROOT):
     return scores, not_graded, to_grade
 
 
+def jobs_argument(text):
+    """JOBS as a positive whole number of workers; argparse's usage error otherwise."""
+    try:
+        return grading_pool.checked_jobs(int(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"JOBS must be a positive whole number of workers, got {text!r}"
+        ) from None
+
+
+def share_argument(text):
+    """SHARE as (K, N); argparse's usage error otherwise."""
+    try:
+        return grading_pool.parse_share(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
 def main(argv=None):
     """Command-line entry point."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -283,6 +323,12 @@ def main(argv=None):
     parser.add_argument("--lms-column", default="", help="the lab's column in a Canvas gradebook")
     parser.add_argument(
         "--unsandboxed", action="store_true", help="autograde without a sandbox (not advised)"
+    )
+    parser.add_argument(
+        "--jobs", type=jobs_argument, default=None, help="autograde workers (default: every core)"
+    )
+    parser.add_argument(
+        "--share", type=share_argument, default=None, help="K/N: grade share K (0..N-1) of N"
     )
     args = parser.parse_args(argv)
     root = Path(args.root)
@@ -307,17 +353,29 @@ def main(argv=None):
         if not available:
             print(NO_SANDBOX.format(reason=reason))
             sys.exit(2)
+    try:
+        all_ok = run_each_lab(args, root)
+    except KeyboardInterrupt:
+        print(f"stopped: run `make {args.command}` again to finish", flush=True)
+        sys.exit(130)
+    sys.exit(0 if all_ok else 1)
+
+
+def run_each_lab(args, root):
+    """Autograde, or write the feedback of, the lab named in `args` or every lab; True if ok."""
     all_ok = True
     for assignment in [args.assignment] if args.assignment else paths.assignments(root):
         if args.command == "autograde":
-            ok, message = autograde(assignment, root, sandboxed=not args.unsandboxed)
+            ok, message = autograde(
+                assignment, root, not args.unsandboxed, args.jobs, sys.stdout, args.share
+            )
             all_ok = all_ok and ok
             if args.unsandboxed:
                 message = "\n".join(UNSANDBOXED_MARK + line for line in message.splitlines())
             print(message, flush=True)
         else:
             print(feedback(assignment, root), flush=True)
-    sys.exit(0 if all_ok else 1)
+    return all_ok
 
 
 if __name__ == "__main__":

@@ -8,9 +8,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from nbgrader.api import Gradebook
-
-from course import notebooks, paths
+from course import gradebook_db, notebooks, paths
 from course.nbgrader_run import nbgrader
 from course.release import generate_release
 
@@ -79,10 +77,13 @@ def fill(release_nb, answers):
     return nb
 
 
-def scratch_course(directory, assignments):
-    """Copy the configuration and the given sources into `directory` and release them there."""
+def scratch_course(directory, assignments, config_lines=()):
+    """Copy the configuration (plus `config_lines`) and the given sources, and release them."""
     directory = Path(directory)
     shutil.copy(paths.CONFIG, directory / "nbgrader_config.py")
+    if config_lines:
+        with open(directory / "nbgrader_config.py", "a") as config:
+            config.write("\n" + "\n".join(config_lines) + "\n")
     for assignment in assignments:
         shutil.copytree(paths.SOURCE / assignment, directory / "source" / assignment)
         generate_release(directory, assignment)
@@ -105,7 +106,7 @@ def autograde(course_root, assignment):
 
 def autograded_scores(course_root, assignment):
     """Map student -> (autograded score, autograded maximum) from the gradebook."""
-    with Gradebook(paths.gradebook_url(course_root)) as gradebook:
+    with gradebook_db.open_gradebook(course_root) as gradebook:
         maximum = gradebook.find_assignment(assignment).max_code_score
         return {
             submission.student.id: (submission.code_score, maximum)
@@ -116,7 +117,7 @@ def autograded_scores(course_root, assignment):
 def cell_scores(course_root, assignment, student):
     """Map grade_id -> score of each graded cell of a student's submission."""
     notebook = Path(paths.lab_filename(assignment)).stem
-    with Gradebook(paths.gradebook_url(course_root)) as gradebook:
+    with gradebook_db.open_gradebook(course_root) as gradebook:
         submission = gradebook.find_submission_notebook(notebook, assignment, student)
         return {grade.name: grade.score for grade in submission.grades}
 
