@@ -19,6 +19,7 @@ as process 1 of its new PID namespace, and reports that process's id. The kernel
 """
 
 import ctypes
+import json
 import os
 import resource
 import shutil
@@ -317,6 +318,27 @@ def probe(timeout=20):
     return False, reason
 
 
+def look_inside(folder, ipc_dir, look):
+    """Enter a sandbox in a forked child and run look() -> str there: (its text, error or "")."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read)
+        try:
+            enter(folder, ipc_dir)
+            answer = {"text": look(), "error": ""}
+        except BaseException as error:  # noqa: BLE001 - the reason goes to the parent
+            answer = {"text": "", "error": str(error) or type(error).__name__}
+        os.write(write, json.dumps(answer).encode())
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as reply:
+        text = reply.read()
+    os.waitpid(pid, 0)
+    answer = json.loads(text) if text else {"text": "", "error": "the child wrote nothing"}
+    return answer["text"], answer["error"]
+
+
 def _probe_main():
     """Make a sandbox around a scratch folder, check it from inside, print 'sandboxed'."""
     import tempfile
@@ -325,22 +347,14 @@ def _probe_main():
         folder, ipc_dir = Path(scratch) / "work", Path(scratch) / "ipc"
         folder.mkdir()
         ipc_dir.mkdir()
-        read, write = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            os.close(read)
-            try:
-                enter(folder, ipc_dir)
-                _check_inside(scratch)
-                os.write(write, b"sandboxed")
-            except BaseException as error:  # noqa: BLE001 - the reason goes to the parent
-                os.write(write, f"cannot make the sandbox: {error}".encode())
-            os._exit(0)
-        os.close(write)
-        message = os.read(read, 4096).decode()
-        os.waitpid(pid, 0)
-    if message != "sandboxed":
-        sys.exit(message or "cannot make the sandbox")
+
+        def checked():
+            _check_inside(scratch)
+            return "sandboxed"
+
+        message, error = look_inside(folder, ipc_dir, checked)
+    if error:
+        sys.exit(f"cannot make the sandbox: {error}")
     print(message)
 
 

@@ -13,24 +13,14 @@ def inside_sandbox(tmp_path, monkeypatch, extra_readable):
     folder, ipc_dir = tmp_path / "work", tmp_path / "ipc"
     folder.mkdir()
     ipc_dir.mkdir()
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(read)
-        try:
-            sandbox.enter(folder, ipc_dir)
-            seen = {str(p): sorted(os.listdir(p)) for p in extra_readable}
-            writable = os.access(str(extra_readable[0]), os.W_OK)
-            report = {"seen": seen, "writable": writable, "tmp": os.access("/tmp", os.W_OK)}
-        except BaseException as error:  # noqa: BLE001 - the test reads the reason
-            report = {"error": repr(error)}
-        os.write(write, json.dumps(report).encode())
-        os._exit(0)
-    os.close(write)
-    with os.fdopen(read) as answer:
-        text = answer.read()
-    os.waitpid(pid, 0)
-    return json.loads(text)
+
+    def look():
+        seen = {str(p): sorted(os.listdir(p)) for p in extra_readable}
+        writable = os.access(str(extra_readable[0]), os.W_OK)
+        return json.dumps({"seen": seen, "writable": writable, "tmp": os.access("/tmp", os.W_OK)})
+
+    text, error = sandbox.look_inside(folder, ipc_dir, look)
+    return json.loads(text) if not error else {"error": error}
 
 
 def test_a_course_installed_under_tmp_is_readable_inside_a_private_tmp(tmp_path, monkeypatch):
