@@ -3,7 +3,8 @@
 One class of lab 01 (solutions, blank work, a catalogued mistake, a refused cell, a forbidden
 call, a renamed notebook) is graded with JOBS=1 and with JOBS=2 in two copies of a scratch
 course; the grades, the autograded notebooks, the summary and the review lines must agree. A
-third copy is graded by a run that is killed mid-way, then run again.
+third and a fourth copy are graded by a run that is killed mid-way (SIGKILL), or stopped with
+Ctrl-C, then run again.
 """
 
 import io
@@ -13,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from catalogue import mistakes
@@ -158,12 +160,58 @@ def wait_for_a_graded_notebook(root, process, seconds=300):
     raise AssertionError("the run graded nothing in time, or ended before it could be stopped")
 
 
-def test_a_run_killed_midway_then_rerun_gives_every_grade_once(sequential, released, tmp_path):
+def descendants(pid):
+    """The ids of every living process below `pid` (workers, zygotes and kernels)."""
+    children = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # the process ended while we looked
+            continue
+        if fields[0] != "Z":
+            children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, stack = set(), [pid]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            found.add(child)
+            stack.append(child)
+    return found
+
+
+def still_running(pids, seconds=15):
+    """Those of `pids` still running (not zombies) after waiting up to `seconds` for them to end."""
+    deadline = time.monotonic() + seconds
+    while True:
+        running = {pid for pid in pids if is_running(pid)}
+        if not running or time.monotonic() > deadline:
+            return running
+        time.sleep(0.1)
+
+
+def is_running(pid):
+    """True if process `pid` exists and is not a zombie."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("stop", ["SIGKILL", "Ctrl-C"])
+def test_a_run_stopped_midway_then_rerun_gives_every_grade_once(
+    stop, sequential, released, tmp_path
+):
     root = copy_course(released, tmp_path / "course")
     process = run_autograde(root, jobs=2)
     wait_for_a_graded_notebook(root, process)
-    os.killpg(process.pid, signal.SIGKILL)
-    process.communicate()
+    below = descendants(process.pid)
+    assert below, "no worker was running"
+    # Ctrl-C on a terminal sends SIGINT to the command's process group (make and the instructor).
+    os.killpg(process.pid, signal.SIGKILL if stop == "SIGKILL" else signal.SIGINT)
+    out, _ = process.communicate(timeout=60)
+    if stop == "Ctrl-C":
+        assert process.returncode == 130
+        assert "stopped: run `make autograde` again to finish" in out
+        assert not still_running(below), "workers, zygotes or kernels outlived Ctrl-C"
     unfinished = [
         s
         for s in instructor.submitted_students(LAB, root)

@@ -11,6 +11,7 @@ from course import bench_seq2seq, notebooks, paths, submissions
 from utils.data import Batches
 from utils.recipe import (
     RECIPE,
+    STOP_CHECK_EPOCHS,
     TrainingRecipe,
     seq2seq_forward,
     squares_batches,
@@ -215,6 +216,21 @@ def test_train_seq2seq_is_reproducible(variable_length):
     assert not first.model.training
     untracked = train_seq2seq(plain_model, TINY, seed=1, track_test_loss=False)
     assert untracked.history.val_loss == []
+
+
+def test_train_seq2seq_stops_below_a_test_mse_at_a_check_epoch():
+    recipe = replace(TINY, epochs=3 * STOP_CHECK_EPOCHS)
+    full = train_seq2seq(plain_model, recipe, seed=1)
+    reached = 2 * STOP_CHECK_EPOCHS  # the second check: lower there than at the first
+    threshold = full.history.val_loss[reached - 1] + 1e-9
+    assert full.history.val_loss[STOP_CHECK_EPOCHS - 1] > threshold
+    stopped = train_seq2seq(plain_model, recipe, seed=1, stop_below=threshold)
+    assert stopped.history.val_loss == full.history.val_loss[:reached]
+    assert stopped.test_mse == pytest.approx(full.history.val_loss[reached - 1])
+    never = train_seq2seq(plain_model, recipe, seed=1, stop_below=1e-12)
+    assert never.history.train_loss == full.history.train_loss
+    with pytest.raises(ValueError, match="stop_below must be a positive number"):
+        train_seq2seq(plain_model, TINY, seed=1, stop_below=0.0)
 
 
 def test_bench_loads_the_lab_solution_and_reports_every_figure():

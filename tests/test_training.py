@@ -77,6 +77,19 @@ def test_fit_returns_one_loss_per_epoch_and_loss_decreases():
     assert not model.training
 
 
+def test_fit_stops_when_asked_and_matches_the_full_run_up_to_there():
+    histories, calls = [], []
+    for stop in (None, lambda model, epoch: calls.append(epoch) or epoch == 3):
+        train, val = regression_loaders()
+        with seeded(1):
+            model = new_linear()
+        histories.append(fit(model, train, val, epochs=6, seed=2, stop=stop))
+    full, stopped = histories
+    assert calls == [1, 2, 3]
+    assert stopped.train_loss == full.train_loss[:3] and stopped.val_loss == full.val_loss[:3]
+    assert not model.training
+
+
 def test_fit_without_validation_has_empty_val_loss():
     train, _ = regression_loaders()
     history = fit(new_linear(), train, epochs=2)
@@ -215,6 +228,7 @@ def test_count_parameters():
         ({"seed": -1}, "seed must be a non-negative integer"),
         ({"loss_fn": "mse"}, "loss_fn must be callable or None"),
         ({"forward": 1}, "forward must be callable or None"),
+        ({"stop": True}, "stop must be callable or None"),
         ({"model": nn.ReLU()}, "model must have at least one trainable parameter"),
         ({"train_loader": []}, "loader must yield at least one batch"),
         ({"train_loader": [torch.ones(2, 3)]}, "each batch must be a tuple \\(x, y\\)"),

@@ -81,6 +81,20 @@ def seq2seq_forward(model, batch):
     return model(source, target if model.training else None, mask=mask)
 
 
+STOP_CHECK_EPOCHS = 5  # how often train_seq2seq(..., stop_below=x) tests the model
+
+
+def _below(threshold, test_batches):
+    """stop(model, epoch) for fit: True every STOP_CHECK_EPOCHS epochs if test MSE < threshold."""
+
+    def stop(model, epoch):
+        if epoch % STOP_CHECK_EPOCHS:
+            return False
+        return evaluate(model, test_batches, forward=seq2seq_forward) < threshold
+
+    return stop
+
+
 @dataclass
 class TrainingResult:
     """A trained model with its loss history, test MSE and training time in seconds."""
@@ -97,12 +111,20 @@ def train_seq2seq(
     seed: int = 0,
     variable_length: bool = False,
     track_test_loss: bool = True,
+    stop_below: float | None = None,
 ) -> TrainingResult:
-    """Build a model under seed, train it with the recipe on the squares, test it on new data."""
+    """Build a model under seed, train it with the recipe on the squares, test it on new data.
+
+    With stop_below, training ends at the first multiple of STOP_CHECK_EPOCHS epochs where the
+    test MSE is below it: the run is the same as the full one up to there, only shorter.
+    """
     train_batches, test_batches = squares_batches(recipe, variable_length)
     with seeded(seed):
         model = build()
     val_batches = test_batches if track_test_loss else None
+    stop = None
+    if stop_below is not None:
+        stop = _below(validation.positive_number(stop_below, "stop_below"), test_batches)
     start = time.perf_counter()
     history = fit(
         model,
@@ -112,6 +134,7 @@ def train_seq2seq(
         lr=recipe.lr,
         seed=seed,
         forward=seq2seq_forward,
+        stop=stop,
     )
     seconds = time.perf_counter() - start
     test_mse = evaluate(model, test_batches, forward=seq2seq_forward)

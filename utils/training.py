@@ -88,8 +88,13 @@ def fit(
     loss_fn=None,
     seed=0,
     forward=None,
+    stop=None,
 ) -> History:
-    """Train model with Adam on batches (x, y[, *extra]) for epochs; returns the History."""
+    """Train model with Adam on batches (x, y[, *extra]) for epochs; returns the History.
+
+    stop, if given, is called as stop(model, epoch) after each epoch (epoch counts from 1) and
+    ends the training early when it returns True.
+    """
     _check_model(model)
     _check_loader(train_loader, "train_loader")
     if val_loader is not None:
@@ -99,6 +104,7 @@ def fit(
     validation.seed(seed)
     _check_optional_callable(loss_fn, "loss_fn")
     _check_optional_callable(forward, "forward")
+    _check_optional_callable(stop, "stop")
     parameters = [p for p in model.parameters() if p.requires_grad]
     if not parameters:
         raise ValueError("model must have at least one trainable parameter, got none")
@@ -108,11 +114,13 @@ def fit(
     history = History()
     with seeded(seed):
         optimizer = torch.optim.Adam(parameters, lr=lr)
-        for _ in range(epochs):
+        for epoch in range(1, epochs + 1):
             model.train()
             history.train_loss.append(_run_epoch(model, train_loader, loss_fn, forward, optimizer))
             if val_loader is not None:
                 history.val_loss.append(evaluate(model, val_loader, loss_fn, forward))
+            if stop is not None and stop(model, epoch):
+                break
     model.eval()
     return history
 
