@@ -5,6 +5,8 @@
 #                  kernels and under the plain (SSE) ones; make nbval-all adds the AVX2 ones;
 #                  make nbval-native / nbval-plain / nbval-avx2  one kernel family alone
 #   make test-browser  a student's first failing test in JupyterLab, in headless Chromium
+#   make test-hub  a class on a real JupyterHub (deploy/), end to end with real Unix users;
+#                  needs root, configurable-http-proxy (npm) and setfacl (.ci/run installs them)
 #   make release   regenerate release/ and solutions/ from source/ with nbgrader
 #   make lectures  re-execute the lecture notebooks in notebooks/, storing their outputs
 #   make bench     print timings: notebooks, autograding, training
@@ -43,7 +45,7 @@ NBVAL := pytest --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sa
 KERNELS_PLAIN := ATEN_CPU_CAPABILITY=default ONEDNN_MAX_CPU_ISA=SSE41 MKL_ENABLE_INSTRUCTIONS=SSE4_2
 KERNELS_AVX2 := ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_ENABLE_INSTRUCTIONS=AVX2
 
-.PHONY: lab test test-browser lint unit nbval nbval-all nbval-native nbval-plain nbval-avx2 release lectures bench autograde feedback grades collect clean
+.PHONY: lab test test-browser test-hub lint unit nbval nbval-all nbval-native nbval-plain nbval-avx2 release lectures bench autograde feedback grades collect clean
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -61,6 +63,9 @@ test: $(STAMP)
 
 test-browser: $(STAMP)
 	$(BIN)/pytest tests/browser/jupyterlab_check.py
+
+test-hub: $(STAMP)
+	COURSE_HUB_TEST=1 $(BIN)/pytest -s tests/test_hub.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -167,7 +167,6 @@ def enter(folder, ipc_dir, limits=Limits(), report=None):
     new_root.mkdir(exist_ok=True)
     _build_root(new_root, Path(folder), Path(ipc_dir), uid, limits)
     _pivot(new_root)
-    _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     _libc.sethostname(b"sandbox", 7)
     os.chdir(Path(HOME) / Path(folder).name)
     _limit(limits)
@@ -201,7 +200,10 @@ def _build_root(new_root, folder, ipc_dir, uid, limits):
     _mount("tmpfs", new_root, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=755")
     # The private folders first: a course installed under /tmp or /home is bound inside them.
     _make_devices(new_root / "dev")
+    # A new /proc, of the new PID namespace: mounted while the old root (and its /proc) is still
+    # visible, which Linux requires of a user namespace that is not the first.
     (new_root / "proc").mkdir()
+    _mount("proc", new_root / "proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     size = limits.tmp_bytes
     tmp = new_root / "tmp"
     tmp.mkdir()

@@ -1,0 +1,8 @@
+"""A student's server: fetch, submit and feedback (nbgrader's Assignments), no formgrader."""
+
+c = get_config()  # noqa: F821 - provided by Jupyter Server when it loads this file
+
+c.ServerApp.jpserver_extensions = {
+    "nbgrader.server_extensions.formgrader": False,
+    "nbgrader.server_extensions.course_list": False,
+}
