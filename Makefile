@@ -87,10 +87,10 @@ nbval-avx2: $(STAMP)
 	env $(KERNELS_AVX2) $(BIN)/$(NBVAL) notebooks solutions
 
 release: $(STAMP)
-	$(BIN)/python -m course.release $(ASSIGNMENT)
+	$(BIN)/python -m course.build.release $(ASSIGNMENT)
 
 lectures: $(STAMP)
-	$(BIN)/python -m course.execute notebooks
+	$(BIN)/python -m course.build.execute notebooks
 
 bench: $(STAMP)
 	$(BIN)/python -m course.bench

@@ -15,24 +15,25 @@ c.Execute.timeout = 30
 c.Execute.interrupt_on_timeout = True
 
 # Autograde: test cells are restored from the gradebook (nbgrader's OverwriteCells), and a student
-# cell outside the allowlist (course/integrity.py) is replaced by one that explains why it did not
-# run.
+# cell outside the allowlist (course/grading/integrity.py) is replaced by one that explains why it
+# did not run.
 c.Autograde.sanitize_preprocessors = [
     "nbgrader.preprocessors.ClearOutput",
     "nbgrader.preprocessors.DeduplicateIds",
     "nbgrader.preprocessors.OverwriteKernelspec",
     "nbgrader.preprocessors.OverwriteCells",
     "nbgrader.preprocessors.CheckCellMetadata",
-    "course.integrity.EnforceAllowlist",
+    "course.grading.integrity.EnforceAllowlist",
 ]
-# Every test cell runs in the grader's process, never in the student's kernel (course/judge.py).
+# Every test cell runs in the grader's process, never in the student's kernel
+# (course/grading/judge.py).
 # Output beyond these limits is cut, so a submission that prints megabytes cannot bloat the
 # autograded notebooks or the feedback.
 c.Autograde.autograde_preprocessors = [
-    "course.judge.JudgeExecute",
+    "course.grading.judge.JudgeExecute",
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
-    "course.output_limits.LimitOutputSize",
+    "course.grading.output_limits.LimitOutputSize",
     "nbgrader.preprocessors.SaveAutoGrades",
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",
@@ -45,6 +46,6 @@ c.LimitOutputSize.max_characters = 100_000
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
-    "course.feedback.HideHiddenTests",
+    "course.grading.feedback.HideHiddenTests",
 ]
 

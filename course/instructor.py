@@ -22,10 +22,13 @@ from pathlib import Path
 
 from nbgrader.api import MissingEntry
 
-from course import gradebook_db, grading_pool, integrity, lms, notebooks, paths, sandbox
-from course.collect import collect_export, read_manifest
-from course.nbgrader_run import nbgrader
-from course.release import generate_release
+from course.build import gradebook_db, notebooks, paths
+from course.build.nbgrader_run import nbgrader
+from course.build.release import generate_release
+from course.grading import integrity, sandbox
+from course.grading import pool as grading_pool
+from course.lms import formats
+from course.lms.collect import collect_export, read_manifest
 
 UNSANDBOXED_MARK = "UNSANDBOXED: "
 NO_SANDBOX = """make autograde refuses to grade: it cannot sandbox each student's kernel here.
@@ -197,19 +200,20 @@ def lms_feedback(assignment, manifest, root=paths.ROOT):
     for name in sorted({record["lms"] for record in manifest.values()}):
         students = {s: r for s, r in manifest.items() if r["lms"] == name}
         if name not in ("canvas", "moodle"):
-            lines.append(f"  {lms.LMS_NAMES[name]}: no feedback zip, hand out feedback/ yourself")
+            label = formats.LMS_NAMES[name]
+            lines.append(f"  {label}: no feedback zip, hand out feedback/ yourself")
             continue
         entries, missing = [], []
         for student, record in sorted(students.items()):
-            found = lms.feedback_entries(
+            found = formats.feedback_entries(
                 student, record, root, assignment, cell_grades(assignment, student, root)
             )
             entries.extend(found)
             if not found:
                 missing.append(student)
         path = Path(UPLOAD) / assignment / f"feedback_{name}.zip"
-        lms.write_zip(Path(root) / path, entries)
-        lines.append(f"  {lms.LMS_NAMES[name]}: {len(entries)} students' feedback in {path}")
+        formats.write_zip(Path(root) / path, entries)
+        lines.append(f"  {formats.LMS_NAMES[name]}: {len(entries)} students' feedback in {path}")
         if missing:
             lines.append(f"    no feedback (not graded): {', '.join(missing)}")
     return lines
@@ -257,9 +261,9 @@ def lms_grades(assignment, lms_gradebook, root=paths.ROOT, column=""):
     if not Path(lms_gradebook).is_file():
         return False, f"{assignment}: no file {lms_gradebook} (the LMS's gradebook CSV)"
     scores, not_graded, to_grade = lms_scores(assignment, manifest, root)
-    text, bom = lms.read_text(lms_gradebook)
+    text, bom = formats.read_text(lms_gradebook)
     try:
-        filled, name, report = lms.fill_gradebook(text, assignment, scores, column, not_graded)
+        filled, name, report = formats.fill_gradebook(text, assignment, scores, column, not_graded)
     except ValueError as error:
         return False, f"{assignment}: {lms_gradebook}: {error}"
     path = Path(UPLOAD) / assignment / f"grades_{name.lower()}.csv"

@@ -3,7 +3,7 @@
 import runpy
 from pathlib import Path
 
-from course import paths
+from course.build import paths
 
 MISTAKES_DIR = Path(__file__).parent / "mistakes"
 ASSIGNMENTS = paths.assignments()

@@ -3,7 +3,7 @@
 import re
 import subprocess
 
-from course import paths
+from course.build import paths
 
 README = (paths.ROOT / "README.md").read_text()
 

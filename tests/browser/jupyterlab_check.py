@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect, sync_playwright
 
-from course import paths
-from course.nbgrader_run import nbgrader_environment
-from course.submissions import scratch_course
+from course.build import paths
+from course.build.nbgrader_run import nbgrader_environment
+from course.build.submissions import scratch_course
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 SCREENSHOTS = paths.ROOT / "browser-screenshots"

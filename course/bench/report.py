@@ -1,0 +1,144 @@
+"""Print timings, one `name: value` per line: ``python -m course.bench``.
+
+* `execute_seconds_<notebook>`: wall seconds to execute each lecture and solution notebook;
+* `autograde_seconds_per_submission`: wall seconds per submission when one `nbgrader autograde`
+  grades a class of 40 solution submissions of lab 01, everything included (nbgrader's start,
+  the gradebook);
+  `..._unforked` the same with kernels started the ordinary way instead of forked
+  (`course.grading.fastkernel`);
+* `class_autograde_seconds_sequential` and `class_autograde_seconds_parallel`: wall seconds for
+  `make autograde` (`course.instructor.autograde`) to grade the same class of 40 solution
+  submissions of lab 01 with one worker (JOBS=1) and with one per core, and
+  `class_autograde_parallel_ratio`, the first over the second;
+* `class_autograde_seconds_per_submission_<lab>`: wall seconds per submission when `make
+  autograde` grades a class of 20 solution submissions of each lab on every core;
+* `term_estimate_minutes_200_students`: from those, the minutes `make autograde` takes on this
+  machine for 200 students and every lab;
+* the figures of the lesson benchmarks (`course.bench.seq2seq`, `course.bench.mha`,
+  `course.bench.transformer`, `course.bench.scale`), and `course.bench.widgets`: how long each
+  lecture's control takes to redraw.
+"""
+
+import argparse
+import importlib
+import tempfile
+import time
+from pathlib import Path
+
+from course import instructor
+from course.build import notebooks, paths
+from course.build.submissions import autograde, fill, scratch_course, solution_cells, submit
+from course.grading import pool
+
+LESSON_BENCHMARKS = [
+    "course.bench.seq2seq",
+    "course.bench.mha",
+    "course.bench.transformer",
+    "course.bench.scale",
+    "course.bench.widgets",
+]
+
+
+def execute_seconds(path):
+    """Wall seconds to execute a notebook in a fresh kernel (kernel start included)."""
+    nb = notebooks.clear_outputs(notebooks.read(path))
+    start = time.perf_counter()
+    notebooks.execute(nb, cwd=Path(path).parent)
+    return time.perf_counter() - start
+
+
+def autograde_seconds_per_submission(assignment, students=4, fork=True):
+    """Wall seconds per submission for nbgrader to autograde `students` solution submissions."""
+    with tempfile.TemporaryDirectory() as scratch:
+        root = scratch_course(scratch, [assignment])
+        if not fork:
+            with open(root / "nbgrader_config.py", "a") as config:
+                config.write("\nc.ForkingExecute.fork = False\nc.ForkingExecute.sandbox = False\n")
+        release = notebooks.read(root / "release" / assignment / paths.lab_filename(assignment))
+        submission = fill(release, solution_cells(assignment))
+        for number in range(students):
+            submit(root, assignment, f"student{number:02d}", submission)
+        start = time.perf_counter()
+        autograde(root, assignment)
+        return (time.perf_counter() - start) / students
+
+
+def class_course(scratch, assignment, students):
+    """A scratch course where `students` have handed in the solution of `assignment`."""
+    root = scratch_course(scratch, [assignment])
+    release = notebooks.read(root / "release" / assignment / paths.lab_filename(assignment))
+    submission = fill(release, solution_cells(assignment))
+    for number in range(students):
+        submit(root, assignment, f"student{number:03d}", submission)
+    return root
+
+
+def class_autograde_seconds(assignment, students, jobs=None):
+    """Wall seconds for `make autograde JOBS=jobs` to grade a class of solution submissions."""
+    with tempfile.TemporaryDirectory() as scratch:
+        root = class_course(scratch, assignment, students)
+        instructor.ensure_in_gradebook(assignment, root)
+        start = time.perf_counter()
+        ok, message = instructor.autograde(assignment, root, jobs=jobs)
+        seconds = time.perf_counter() - start
+    if not ok:
+        raise RuntimeError(f"autograde of {assignment} failed:\n{message}")
+    return seconds
+
+
+def autograde_figures(class_size, lab_class_size):
+    """The class-scale autograding figures, name -> value."""
+    first = paths.assignments()[0]
+    sequential = class_autograde_seconds(first, class_size, jobs=1)
+    parallel = class_autograde_seconds(first, class_size)
+    figures = {
+        "autograde_workers": pool.default_jobs(),
+        "class_autograde_seconds_sequential": sequential,
+        "class_autograde_seconds_parallel": parallel,
+        "class_autograde_parallel_ratio": sequential / parallel,
+    }
+    for assignment in paths.assignments():
+        seconds = class_autograde_seconds(assignment, lab_class_size) / lab_class_size
+        figures[f"class_autograde_seconds_per_submission_{assignment}"] = seconds
+    per_student = sum(v for k, v in figures.items() if "per_submission" in k)
+    figures["term_estimate_minutes_200_students"] = 200 * per_student / 60
+    return figures
+
+
+def report(name, value):
+    """Print one figure."""
+    print(f"{name}: {value:.3f}" if isinstance(value, float) else f"{name}: {value}", flush=True)
+
+
+def main(argv=None):
+    """Command-line entry point."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--class-size", type=int, default=40, help="lab 01 class, both ways")
+    parser.add_argument("--lab-class-size", type=int, default=20, help="class of each lab")
+    parser.add_argument(
+        "--autograde-only", action="store_true", help="print the autograding figures only"
+    )
+    args = parser.parse_args(argv)
+    if args.class_size < 1 or args.lab_class_size < 1:
+        parser.error("--class-size and --lab-class-size must be at least 1")
+    first = paths.assignments()[0]
+    report(
+        "autograde_seconds_per_submission", autograde_seconds_per_submission(first, args.class_size)
+    )
+    report(
+        "autograde_seconds_per_submission_unforked",
+        autograde_seconds_per_submission(first, args.class_size, fork=False),
+    )
+    for name, value in autograde_figures(args.class_size, args.lab_class_size).items():
+        report(name, value)
+    if args.autograde_only:
+        return
+    for path in paths.lecture_notebooks() + sorted(paths.SOLUTIONS.rglob("*.ipynb")):
+        report(f"execute_seconds_{path.stem}", execute_seconds(path))
+    for module_name in LESSON_BENCHMARKS:
+        for name, value in importlib.import_module(module_name).run().items():
+            report(name, value)
+
+
+if __name__ == "__main__":
+    main()

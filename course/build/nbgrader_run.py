@@ -1,0 +1,35 @@
+"""Run nbgrader's command line on a course directory, as the build and grading tools need it."""
+
+import os
+import subprocess
+import sys
+
+from course.build import paths
+
+
+def nbgrader_environment():
+    """os.environ for an nbgrader process or a Jupyter server that grades with this course.
+
+    nbgrader runs the `alembic` executable that sits beside this interpreter, and the course's
+    nbgrader_config.py imports `course`, which is not installed (students install `utils` only):
+    the repository goes on PYTHONPATH.
+    """
+    python_path = [str(paths.ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
+    return dict(
+        os.environ,
+        PATH=os.pathsep.join([os.path.dirname(sys.executable), os.environ["PATH"]]),
+        PYTHONPATH=os.pathsep.join(python_path),
+    )
+
+
+def nbgrader(args, course_root, check=True, environment=None):
+    """Run an nbgrader command with the course root as working directory (and extra variables)."""
+    command = [sys.executable, "-m", "nbgrader", *args]
+    return subprocess.run(
+        command,
+        cwd=course_root,
+        check=check,
+        capture_output=True,
+        text=True,
+        env={**nbgrader_environment(), **(environment or {})},
+    )

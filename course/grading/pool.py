@@ -1,0 +1,210 @@
+"""Autograde a class on several cores: worker processes that each grade one submission at a time.
+
+Each worker (`course.grading.worker`) is a long-lived nbgrader with its own kernel zygote; the
+pool hands the next student to whichever worker is free, so a slow, hanging or crashing
+submission holds up only its own worker. A worker that dies, or takes longer than the limit on
+one submission, is killed with its kernels and replaced; that submission is reported not graded
+and its unfinished folder is graded again by the next run (`instructor.discard_unfinished`).
+"""
+
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import zlib
+from collections import deque
+from dataclasses import dataclass
+
+from course.build.nbgrader_run import nbgrader_environment
+
+# A submission still being graded after this long is stopped (each test already has its own
+# limit, c.Execute.timeout: this catches a grader that is stuck outside any test).
+SUBMISSION_LIMIT_SECONDS = 1200
+POLL_SECONDS = 0.5
+LOG_TAIL_LINES = 5
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What grading one student's submission gave: nbgrader's success, its log and its error."""
+
+    student: str
+    success: bool
+    log: str = ""
+    error: str = ""
+
+
+def default_jobs():
+    """One worker per core this process may run on."""
+    return len(os.sched_getaffinity(0))
+
+
+def checked_jobs(jobs):
+    """`jobs` as a positive number of workers (None: one per core); ValueError otherwise."""
+    if jobs is None:
+        return default_jobs()
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"jobs must be a positive whole number of workers, got {jobs!r}")
+    return jobs
+
+
+def parse_share(text):
+    """ "K/N" as (K, N) with 0 <= K < N; ValueError naming the expected form otherwise."""
+    parts = str(text).split("/")
+    if len(parts) == 2 and all(part.strip().isdigit() for part in parts):
+        index, count = (int(part) for part in parts)
+        if 0 <= index < count:
+            return index, count
+    raise ValueError(f"a share is K/N with 0 <= K < N (e.g. 0/4), got {text!r}")
+
+
+def students_of_share(students, index, count):
+    """The students of share `index` of `count`: fixed by each id alone, whoever else submitted."""
+    return [s for s in students if zlib.crc32(s.encode("utf-8")) % count == index]
+
+
+class Worker:
+    """One `course.grading.worker` process and the student it is grading, if any."""
+
+    def __init__(self, assignment, root, environment):
+        self.log = tempfile.TemporaryFile("w+", encoding="utf-8")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "course.grading.worker", assignment],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            text=True,
+            cwd=root,
+            env={**nbgrader_environment(), **environment},
+            start_new_session=True,  # its own process group: stopped whole, zygote included
+        )
+        self.student = None
+        self.started = 0.0
+
+    def give(self, student):
+        """Start grading `student` (a worker that has died answers with end of file)."""
+        self.student, self.started = student, time.monotonic()
+        try:
+            self.process.stdin.write(student + "\n")
+            self.process.stdin.flush()
+        except BrokenPipeError:
+            pass
+
+    def receive(self):
+        """The outcome the worker sent for its student, or None if it died instead."""
+        line = self.process.stdout.readline()
+        if not line:
+            return None
+        answer = json.loads(line)
+        self.student = None
+        return Outcome(answer["student"], answer["success"], answer["log"], answer["error"])
+
+    def overdue(self, limit):
+        """True when the current student has been graded for longer than `limit` seconds."""
+        return self.student is not None and time.monotonic() - self.started > limit
+
+    def failure(self, reason):
+        """The outcome of the current student when the worker is stopped for `reason`."""
+        self.log.seek(0)
+        tail = self.log.read().splitlines()[-LOG_TAIL_LINES:]
+        lines = [f"[ERROR] {self.student}: {reason}", *(f"[ERROR]   {line}" for line in tail)]
+        return Outcome(self.student, False, "\n".join(lines), reason)
+
+    def stop(self):
+        """Kill the worker, its zygote and its kernels."""
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.process.wait()
+        for stream in (self.process.stdin, self.process.stdout, self.log):
+            try:
+                stream.close()
+            except OSError:  # the pipe to a killed worker may refuse its last flush
+                pass
+
+
+class Progress:
+    """A one-line progress report (done/total, failures, time left) on a terminal only."""
+
+    def __init__(self, label, total, stream=None):
+        self.label, self.total, self.stream = label, total, stream
+        self.start = time.monotonic()
+        self.shown = stream is not None and stream.isatty()
+
+    def line(self, done, failed):
+        """The progress line for `done` submissions, `failed` of them not graded."""
+        elapsed = time.monotonic() - self.start
+        if done:
+            left = round(elapsed / done * (self.total - done))
+            estimate = f"about {left // 60}:{left % 60:02d} left"
+        else:
+            estimate = "time left not known yet"
+        return f"{self.label}: {done}/{self.total} graded, {failed} failed, {estimate}"
+
+    def update(self, done, failed):
+        """Redraw the line."""
+        if self.shown:
+            self.stream.write("\r\033[K" + self.line(done, failed))
+            self.stream.flush()
+
+    def close(self):
+        """Erase the line, so that what is printed next starts clean."""
+        if self.shown:
+            self.stream.write("\r\033[K")
+            self.stream.flush()
+
+
+def grade_class(
+    assignment,
+    students,
+    root,
+    environment=None,
+    jobs=None,
+    limit=SUBMISSION_LIMIT_SECONDS,
+    progress=None,
+):
+    """Autograde `students` on `jobs` workers (None: every core); return {student: Outcome}."""
+    jobs = min(checked_jobs(jobs), len(students))
+    queue, outcomes = deque(students), {}
+    progress = progress or Progress(assignment, len(students))
+    workers = [Worker(assignment, root, environment or {}) for _ in range(jobs)]
+    try:
+        while len(outcomes) < len(students):
+            for worker in workers:
+                if worker.student is None and queue:
+                    worker.give(queue.popleft())
+            for outcome in collect(workers, assignment, root, environment or {}, limit):
+                outcomes[outcome.student] = outcome
+            progress.update(len(outcomes), sum(not o.success for o in outcomes.values()))
+    finally:
+        progress.close()
+        for worker in workers:
+            worker.stop()
+    return outcomes
+
+
+def collect(workers, assignment, root, environment, limit):
+    """Wait a moment for answers; replace workers that died or overran. The outcomes received."""
+    busy = [worker.process.stdout for worker in workers if worker.student is not None]
+    ready, _, _ = select.select(busy, [], [], POLL_SECONDS)
+    outcomes = []
+    for index, worker in enumerate(workers):
+        if worker.student is None:
+            continue
+        outcome = worker.receive() if worker.process.stdout in ready else None
+        if outcome is None and worker.process.stdout in ready:
+            outcome = worker.failure(f"the grader died (exit code {worker.process.wait()})")
+        elif outcome is None and worker.overdue(limit):
+            outcome = worker.failure(f"grading took longer than {limit:g} s and was stopped")
+        elif outcome is None:
+            continue
+        if worker.student is not None:
+            worker.stop()
+            workers[index] = Worker(assignment, root, environment)
+        outcomes.append(outcome)
+    return outcomes

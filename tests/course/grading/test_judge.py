@@ -1,0 +1,320 @@
+"""The grader's side of autograding: the wire format, bad replies, and the allowlist of cells.
+
+The end-to-end attacks on a kernel are in test_hostile.py; these are the fast unit tests.
+"""
+
+import base64
+
+import pytest
+import torch
+from catalogue import ASSIGNMENTS, mistakes
+
+from course.build import notebooks, paths
+from course.build.submissions import solution_cells
+from course.grading import integrity, judge, wire
+
+
+def round_trip(value):
+    """Encode a value as the kernel would and decode it as the grader does."""
+    text = wire.dumps(wire.encode(value, lambda obj: {"t": "handle", "id": 1, "types": ["x.Y"]}))
+    return wire.decode(wire.loads(text), lambda record: ("handle", record["id"]))
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        None,
+        True,
+        3,
+        -2.5,
+        "text",
+        [1, [2, "three"]],
+        (1, (2.0, None)),
+        {"a": 1, "b": [True]},
+        torch.float64,
+    ],
+)
+def test_plain_values_cross_unchanged(value):
+    assert round_trip(value) == value
+
+
+@pytest.mark.parametrize(
+    "dtype",
+    [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.bool],
+)
+def test_tensors_cross_with_dtype_shape_and_values(dtype):
+    tensor = (torch.arange(12.0).reshape(3, 4) - 5).to(dtype)
+    back = round_trip(tensor)
+    assert back.dtype == dtype and back.shape == (3, 4)
+    assert torch.equal(back, tensor)
+
+
+def test_special_floats_parameters_and_gradients_cross():
+    assert torch.isnan(torch.tensor(round_trip(float("nan"))))
+    assert round_trip(float("-inf")) == float("-inf")
+    parameter = round_trip(torch.nn.Parameter(torch.ones(2)))
+    assert isinstance(parameter, torch.nn.Parameter) and parameter.requires_grad
+    assert round_trip(torch.ones(2, requires_grad=True)).requires_grad
+
+
+def test_other_objects_cross_as_handles():
+    assert round_trip(object()) == ("handle", 1)
+
+
+def tensor_record(**changes):
+    """A valid wire record of a float32 (2,) tensor, with some fields changed."""
+    record = {
+        "t": "tensor",
+        "dtype": "float32",
+        "shape": [2],
+        "grad": False,
+        "param": False,
+        "data": base64.b64encode(torch.ones(2).numpy().tobytes()).decode(),
+    }
+    return {**record, **changes}
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        tensor_record(dtype="object"),
+        tensor_record(shape=[3]),
+        tensor_record(shape=[-2]),
+        tensor_record(shape=[True, 2]),
+        tensor_record(data="not base64!"),
+        tensor_record(extra=1),
+        {"t": "tuple", "v": "abc"},
+        {"t": "dict", "v": [["a", 1], ["a", 2]]},
+        {"t": "float", "v": "1e400"},
+        {"t": "pickle", "v": "..."},
+        {"no": "tag"},
+    ],
+)
+def test_malformed_values_are_refused(record):
+    with pytest.raises(wire.MalformedValue):
+        wire.decode(record, lambda record: None)
+
+
+def test_too_deep_values_are_refused():
+    value = []
+    for _ in range(100):
+        value = [value]
+    with pytest.raises(wire.MalformedValue):
+        wire.decode(value, lambda record: None)
+
+
+def reply(text):
+    """The content of the agent's comm message holding `text` (its JSON reply)."""
+    return {"comm_id": "c", "data": {"reply": text}}
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        {},
+        {"data": {}},
+        {"data": "reply"},
+        reply(42),
+        reply("x" * (judge.MAX_REPLY_CHARACTERS + 1)),
+        reply("not json"),
+        reply('{"value": 1, "error": {}}'),
+        reply('{"values": 1}'),
+        reply("[1, 2]"),
+        reply('{"value": {"t": "tensor"}}'),
+        reply('{"value": NaN}'),
+    ],
+)
+def test_missing_or_malformed_replies_fail_with_a_message(content):
+    with pytest.raises(judge.MalformedReply) as raised:
+        judge.KernelLink(executor=None).decode_reply(content)
+    assert "reply" in str(raised.value)
+
+
+def test_a_reply_of_the_wrong_type_fails_the_check_that_reads_it():
+    from utils.grading import check_shape
+
+    value = judge.KernelLink(executor=None).decode_reply(reply('{"value": [1, 2]}'))
+    with pytest.raises(AssertionError, match="should be a torch.Tensor, got list"):
+        check_shape(value, (2,), "softmax(scores)")
+
+
+def test_the_students_exceptions_come_back_as_safe_builtins():
+    error = judge.remote_exception(
+        {"types": ["LinAlgError", "RuntimeError", "Exception"], "message": "singular", "where": ""}
+    )
+    assert type(error) is RuntimeError and str(error) == "singular"
+    error = judge.remote_exception({"types": ["Evil", "object"], "message": "x", "where": ""})
+    assert type(error) is Exception
+    assert isinstance(judge.remote_exception({"types": ["KeyboardInterrupt"]}), judge.KernelTrouble)
+    assert isinstance(judge.remote_exception("junk"), judge.MalformedReply)
+
+
+def test_kernel_trouble_cannot_be_caught_by_a_test():
+    assert not issubclass(judge.KernelTrouble, Exception)
+
+
+def test_no_grader_class_is_chosen_from_a_type_name_the_kernel_reports():
+    link = judge.KernelLink(executor=None)
+    spoofed = link.remote_object(
+        {"t": "handle", "id": 1, "types": ["torch.nn.modules.linear.Linear", "builtins.object"]}
+    )
+    assert type(spoofed) is judge.Remote
+    assert not isinstance(spoofed, torch.nn.Linear) and not isinstance(spoofed, torch.nn.Module)
+
+
+def test_a_layer_is_judged_by_what_it_computes():
+    from utils.grading import check_layer
+
+    check_layer(torch.nn.Linear(3, 2), torch.nn.Linear, "layer")
+    check_layer(torch.nn.LayerNorm(4), torch.nn.LayerNorm, "norm")
+
+    class Spoof(torch.nn.Module):  # a Linear's parameters, but not what a Linear computes
+        def __init__(self):
+            super().__init__()
+            self.weight, self.bias = torch.nn.Parameter(torch.ones(2, 3)), None
+
+        def forward(self, x):
+            return x[..., :2]
+
+    Spoof.__name__ = Spoof.__qualname__ = "Linear"
+    Spoof.__module__ = "torch.nn.modules.linear"
+    with pytest.raises(AssertionError, match="layer should be an nn.Linear"):
+        check_layer(Spoof(), torch.nn.Linear, "layer")
+    with pytest.raises(ValueError, match="kind must be"):
+        check_layer(torch.nn.ReLU(), torch.nn.ReLU, "relu")
+
+
+BINDING_FORMS = """
+import utils.grading as helper_a
+from math import pi as helper_b
+for helper_c in []:
+    pass
+with open("/dev/null") as helper_d:
+    pass
+if (helper_e := 1):
+    pass
+try:
+    pass
+except ValueError as helper_f:
+    pass
+helper_g, (helper_h, helper_i) = 1, (2, 3)
+helper_j = helper_k = 0
+helper_l += 1
+helper_m: int = 0
+def helper_n():
+    helper_local = 1
+class helper_o:
+    helper_attribute = 1
+del helper_p
+"""
+
+
+def test_every_binding_form_of_a_cell_is_seen():
+    names = set(judge.bound_names(BINDING_FORMS))
+    assert names == {f"helper_{letter}" for letter in "abcdefghijklmnop"}
+
+
+def test_a_test_cell_asks_the_kernel_only_for_free_names_that_are_no_builtin():
+    test_cell = (
+        "out = softmax(TEST_SCORES)\n"
+        "check_close(out, expected, mistakes={k: v for k, v in MISTAKES.items()})\n"
+        "bool(len(out))\n"
+        "def helper(x):\n    return log_softmax(x)\n"
+    )
+    free = judge.free_names(test_cell) - judge.BUILTIN_NAMES
+    assert free == {"softmax", "TEST_SCORES", "check_close", "expected", "MISTAKES", "log_softmax"}
+
+
+def test_oversized_messages_from_a_kernel_are_dropped_before_parsing(tmp_path):
+    import zmq
+
+    from course.grading.fastkernel import MAX_MESSAGE_BYTES, bounded_context
+
+    context = bounded_context(zmq.Context)
+    receiver = context.socket(zmq.PULL)
+    receiver.bind(f"ipc://{tmp_path}/socket")
+
+    def send(payload):
+        sender = zmq.Context.instance().socket(zmq.PUSH)
+        sender.connect(f"ipc://{tmp_path}/socket")
+        sender.send(payload)
+        sender.close(linger=2000)
+
+    send(b"x" * (MAX_MESSAGE_BYTES + 1))
+    assert receiver.poll(1000) == 0  # dropped by ZeroMQ: nothing reached the grader
+    send(b"small")
+    assert receiver.poll(5000) and receiver.recv() == b"small"
+    receiver.close(linger=0)
+
+
+PROTECTED = {"torch", "nn", "check_close", "check_shape"}
+ALIASES = {"torch": "torch", "nn": "torch.nn", "math": "math"}
+ATTACKS = {
+    "input transformer": "get_ipython().input_transformers_cleanup.append(lambda l: ['pass'])",
+    "ast transformer": "import ast\n",
+    "event callback": "def f():\n    get_ipython().events.register('pre_run_cell', print)\n",
+    "custom exception handler": "ip = get_ipython()\nip.set_custom_exc((Exception,), None)\n",
+    "showtraceback": "def softmax(x, dim=-1):\n    get_ipython().showtraceback = print\n",
+    "code swapped through an alias": "c = check_close\nc.__code__ = (lambda: 0).__code__\n",
+    "torch through an alias": "t = torch\nt.allclose = lambda *a: True\n",
+    "torch through a parameter": "def f(m):\n    m.softmax = None\nf(torch)\n",
+    "torch attribute": "torch.softmax = lambda x, dim: x\n",
+    "private module attribute": "def f():\n    return torch._C\n",
+    "module outside the allowlist": "def f():\n    return torch.sys.modules\n",
+    "os import": "import os\n",
+    "globals": "def f():\n    return globals()\n",
+    "exec": "exec('x = 1')\n",
+    "getattr on a built string": "def f(m):\n    return getattr(m, 'get_' + 'ipython')\n",
+    "dunder name": "__judge__ = None\n",
+    "writing a file": "import numpy as np\nnp.savetxt('grading.py', [0])\n",
+    "rebinding a check": "check_close = print\n",
+}
+
+
+@pytest.mark.parametrize("source", ATTACKS.values(), ids=ATTACKS.keys())
+def test_attacks_are_outside_the_allowlist(source):
+    problem, _ = integrity.review(source, PROTECTED, ALIASES)
+    assert problem is not None
+
+
+def test_a_refusal_says_where_and_why():
+    problem, _ = integrity.review("x = 1\ny = get_ipython()\n", PROTECTED, ALIASES)
+    assert problem.startswith("line 2: it uses get_ipython")
+
+
+def test_forbidden_calls_are_listed_not_refused():
+    source = (
+        "import torch.nn.functional as F\ndef softmax(x, dim=-1):\n    return F.softmax(x, dim)\n"
+    )
+    problem, calls = integrity.review(source, PROTECTED, ALIASES, forbidden_calls={"softmax"})
+    assert problem is None and calls == [(3, "softmax")]
+
+
+def test_an_exercise_forbids_what_it_reimplements_and_the_lab_what_it_forbids_everywhere():
+    for assignment, exercises in integrity.FORBIDDEN_IN_EXERCISE.items():
+        solutions = {
+            notebooks.nbgrader_meta(cell).get("grade_id")
+            for cell in notebooks.read(paths.source_lab(assignment)).cells
+            if notebooks.nbgrader_meta(cell).get("solution")
+        }
+        assert set(exercises) <= solutions, f"{assignment}: no solution cell {set(exercises)}"
+        for grade_id, names in exercises.items():
+            assert names <= integrity.forbidden_calls(assignment, grade_id)
+    lab_wide = integrity.FORBIDDEN_CALLS["01_softmax"]
+    assert integrity.forbidden_calls("01_softmax", "no such cell") == lab_wide
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_solutions_and_catalogued_mistakes_are_inside_the_allowlist(assignment):
+    nb = notebooks.read(paths.source_lab(assignment))
+    protected, aliases = set(), {}
+    for cell in nb.cells:
+        if cell.cell_type == "code" and notebooks.nbgrader_meta(cell).get("locked"):
+            tree = __import__("ast").parse(cell.source)
+            aliases.update(integrity.module_aliases(tree))
+            protected |= integrity.top_level_names(tree)
+    cells = solution_cells(assignment, cell_types=("code",))
+    sources = {**cells, **{m.name: m.code for m in mistakes(assignment)}}
+    for name, source in sources.items():
+        problem, _ = integrity.review(source, protected, aliases)
+        assert problem is None, f"{assignment} {name}: {problem}"

@@ -1,0 +1,320 @@
+"""Autograding on several workers gives what one worker gives, exactly once, even if interrupted.
+
+One class of lab 01 (solutions, blank work, a catalogued mistake, a refused cell, a forbidden
+call, a renamed notebook) is graded with JOBS=1 and with JOBS=2 in two copies of a scratch
+course; the grades, the autograded notebooks, the summary and the review lines must agree. A
+third and a fourth copy are graded by a run that is killed mid-way (SIGKILL), or stopped with
+Ctrl-C, then run again.
+"""
+
+import io
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from catalogue import mistakes
+
+from course import instructor
+from course.build import gradebook_db, notebooks, paths
+from course.build.nbgrader_run import nbgrader_environment
+from course.build.submissions import (
+    autograded_scores,
+    cell_scores,
+    fill,
+    scratch_course,
+    solution_cells,
+    submit,
+)
+from course.grading import pool
+
+LAB = "01_softmax"
+NOTEBOOK = paths.lab_filename(LAB)
+FORBIDDEN = "def softmax(scores, dim=-1):\n    return torch.softmax(scores, dim=dim)\n"
+REFUSED = "def softmax(scores, dim=-1):\n    return eval('scores')\n"
+HANGS = "def softmax(scores, dim=-1):\n    while True:\n        pass\n"
+
+
+def class_of_lab_01(root, solutions=3):
+    """Submit a class of lab 01 that exercises every line of the summary and the review."""
+    release = notebooks.read(root / "release" / LAB / NOTEBOOK)
+    answers = solution_cells(LAB)
+    mistake = next(m for m in mistakes(LAB) if m.name == "softmax_ignores_dim")
+    for number in range(solutions):
+        submit(root, LAB, f"honest{number:02d}", fill(release, answers))
+    submit(root, LAB, "blank", release)
+    submit(root, LAB, "mistake", fill(release, {**answers, "softmax": mistake.code}))
+    submit(root, LAB, "forbidden", fill(release, {**answers, "softmax": FORBIDDEN}))
+    submit(root, LAB, "refused", fill(release, {**answers, "softmax": REFUSED}))
+    submit(root, LAB, "renamed", fill(release, answers), filename="Copy of lab.ipynb")
+
+
+def copy_course(source, target):
+    """A copy of a released scratch course with its submissions, graded by no one yet."""
+    shutil.copytree(source, target)
+    return target
+
+
+def grading_record(root):
+    """What a run leaves per student: cell scores and the autograded notebook."""
+    record = {}
+    for student in instructor.submitted_students(LAB, root):
+        graded = paths.autograded(root, student, LAB) / NOTEBOOK
+        if graded.exists():
+            record[student] = (cell_scores(root, LAB, student), without_timings(graded))
+    return record
+
+
+def without_timings(path):
+    """An autograded notebook without the clock times Jupyter stamps on each executed cell."""
+    nb = notebooks.read(path)
+    for cell in nb.cells:
+        cell.metadata.pop("execution", None)
+    return nb
+
+
+def relative(message, root):
+    """A summary with the course's own folder written as <root>."""
+    return message.replace(str(root), "<root>")
+
+
+def submission_counts(root):
+    """student -> how many submissions, and how many grades per submission, the gradebook holds."""
+    with gradebook_db.open_gradebook(root) as book:
+        found = book.assignment_submissions(LAB)
+        counts = {}
+        for submission in found:
+            grades = [g for nb in submission.notebooks for g in nb.grades]
+            names = [g.name for g in grades]
+            previous = counts.get(submission.student.id, (0, 0))
+            counts[submission.student.id] = (previous[0] + 1, len(names), len(set(names)))
+        return counts
+
+
+@pytest.fixture(scope="module")
+def released(tmp_path_factory):
+    """A scratch course with lab 01 released and a class submitted, graded by no one yet."""
+    root = scratch_course(tmp_path_factory.mktemp("released"), [LAB])
+    class_of_lab_01(root)
+    return root
+
+
+@pytest.fixture(scope="module")
+def sequential(released, tmp_path_factory):
+    """The class graded by one worker: (root, ok, summary)."""
+    root = copy_course(released, tmp_path_factory.mktemp("sequential") / "course")
+    ok, message = instructor.autograde(LAB, root, jobs=1)
+    return root, ok, message
+
+
+def test_two_workers_give_what_one_gives(sequential, released, tmp_path):
+    root = copy_course(released, tmp_path / "course")
+    ok, message = instructor.autograde(LAB, root, jobs=2)
+    one_root, one_ok, one_message = sequential
+    assert (ok, relative(message, root)) == (one_ok, relative(one_message, one_root))
+    assert grading_record(root) == grading_record(one_root)
+    assert autograded_scores(root, LAB) == autograded_scores(one_root, LAB)
+
+
+def test_the_summary_and_review_name_every_case(sequential):
+    _, ok, message = sequential
+    assert not ok  # the renamed notebook is not graded
+    assert "7 students graded" in message and "1 not graded" in message, message
+    assert "renamed: not graded, no 01_softmax_lab.ipynb" in message, message
+    assert "refused:" in message and "forbidden:" in message, message
+    assert "forbidden: softmax, line 2: calls softmax, which this lab forbids" in message
+
+
+def test_each_grade_is_in_the_gradebook_once(sequential):
+    root = sequential[0]
+    counts = submission_counts(root)
+    graded = {s for s in instructor.submitted_students(LAB, root) if s != "renamed"}
+    assert graded <= set(counts)
+    for student in graded:
+        submissions, grades, distinct = counts[student]
+        assert submissions == 1 and grades == distinct == len(cell_scores(root, LAB, student))
+
+
+def run_autograde(root, jobs):
+    """Start `python -m course.instructor autograde` as `make autograde JOBS=jobs` does."""
+    command = [sys.executable, "-m", "course.instructor", "autograde", LAB, "--root", str(root)]
+    return subprocess.Popen(
+        [*command, "--jobs", str(jobs)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=nbgrader_environment(),
+        start_new_session=True,
+    )
+
+
+def wait_for_a_graded_notebook(root, process, seconds=300):
+    """Wait until the run has written one executed autograded notebook."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and process.poll() is None:
+        if any(instructor.executed(p) for p in (root / "autograded").glob(f"*/{LAB}/*.ipynb")):
+            return
+        time.sleep(0.1)
+    raise AssertionError("the run graded nothing in time, or ended before it could be stopped")
+
+
+def descendants(pid):
+    """The ids of every living process below `pid` (workers, zygotes and kernels)."""
+    children = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # the process ended while we looked
+            continue
+        if fields[0] != "Z":
+            children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, stack = set(), [pid]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            found.add(child)
+            stack.append(child)
+    return found
+
+
+def still_running(pids, seconds=15):
+    """Those of `pids` still running (not zombies) after waiting up to `seconds` for them to end."""
+    deadline = time.monotonic() + seconds
+    while True:
+        running = {pid for pid in pids if is_running(pid)}
+        if not running or time.monotonic() > deadline:
+            return running
+        time.sleep(0.1)
+
+
+def is_running(pid):
+    """True if process `pid` exists and is not a zombie."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("stop", ["SIGKILL", "Ctrl-C"])
+def test_a_run_stopped_midway_then_rerun_gives_every_grade_once(
+    stop, sequential, released, tmp_path
+):
+    root = copy_course(released, tmp_path / "course")
+    process = run_autograde(root, jobs=2)
+    wait_for_a_graded_notebook(root, process)
+    below = descendants(process.pid)
+    assert below, "no worker was running"
+    # Ctrl-C on a terminal sends SIGINT to the command's process group (make and the instructor).
+    os.killpg(process.pid, signal.SIGKILL if stop == "SIGKILL" else signal.SIGINT)
+    out, _ = process.communicate(timeout=60)
+    if stop == "Ctrl-C":
+        assert process.returncode == 130
+        assert "stopped: run `make autograde` again to finish" in out
+        assert not still_running(below), "workers, zygotes or kernels outlived Ctrl-C"
+    unfinished = [
+        s
+        for s in instructor.submitted_students(LAB, root)
+        if not instructor.executed(paths.autograded(root, s, LAB) / NOTEBOOK)
+    ]
+    assert unfinished, "the run was stopped too late to test anything"
+    rerun = run_autograde(root, jobs=2)
+    out, err = rerun.communicate(timeout=600)
+    one_root, _, one_message = sequential
+    assert relative(out.strip(), root) == relative(one_message, one_root), out + err
+    assert "\r" not in out  # no progress line when the output is not a terminal
+    assert grading_record(root) == grading_record(one_root)
+    assert submission_counts(root) == submission_counts(one_root)
+
+
+def hanging_course(root, honest):
+    """A scratch course (tests stopped after 8 s) with a looping softmax and `honest` solutions."""
+    root = scratch_course(root, [LAB], config_lines=["c.Execute.timeout = 8"])
+    release = notebooks.read(root / "release" / LAB / NOTEBOOK)
+    submit(root, LAB, "a_hangs", fill(release, {**solution_cells(LAB), "softmax": HANGS}))
+    for number in range(honest):
+        submit(root, LAB, f"honest{number}", fill(release, solution_cells(LAB)))
+    instructor.ensure_in_gradebook(LAB, root)
+    return root
+
+
+def test_a_hanging_submission_holds_up_no_other(tmp_path):
+    root = hanging_course(tmp_path, honest=2)
+    students = instructor.submitted_students(LAB, root)
+    outcomes = pool.grade_class(LAB, students, root, jobs=2)
+    assert list(outcomes)[-1] == "a_hangs", list(outcomes)  # the others finished first
+    for number in range(2):
+        assert outcomes[f"honest{number}"].success
+        assert sum(cell_scores(root, LAB, f"honest{number}").values()) == 8
+    assert 0 < sum(cell_scores(root, LAB, "a_hangs").values()) < 8
+
+
+def test_a_submission_over_the_time_limit_is_stopped_and_left_for_the_next_run(tmp_path):
+    root = hanging_course(tmp_path, honest=0)
+    outcomes = pool.grade_class(LAB, ["a_hangs"], root, jobs=1, limit=10)
+    assert not outcomes["a_hangs"].success
+    assert "grading took longer than 10 s and was stopped" in outcomes["a_hangs"].log
+    assert not instructor.executed(paths.autograded(root, "a_hangs", LAB) / NOTEBOOK)
+    instructor.discard_unfinished(LAB, ["a_hangs"], root)
+    assert not paths.autograded(root, "a_hangs", LAB).exists()
+
+
+class Terminal(io.StringIO):
+    """A stream that says it is a terminal."""
+
+    def isatty(self):
+        return True
+
+
+def test_progress_shows_done_failures_and_time_left_on_a_terminal_only():
+    terminal, log = Terminal(), io.StringIO()
+    for stream in (terminal, log):
+        progress = pool.Progress(LAB, 40, stream)
+        progress.start -= 10
+        progress.update(10, 1)
+        progress.close()
+    assert "01_softmax: 10/40 graded, 1 failed, about 0:30 left" in terminal.getvalue()
+    assert log.getvalue() == ""
+    assert "not known yet" in pool.Progress(LAB, 40).line(0, 0)
+
+
+@pytest.mark.parametrize("jobs", [0, -2, 1.5, "2", True])
+def test_jobs_must_be_a_positive_whole_number(jobs):
+    with pytest.raises(ValueError, match="positive whole number of workers"):
+        pool.checked_jobs(jobs)
+
+
+def test_make_autograde_refuses_a_bad_jobs_value(capsys):
+    with pytest.raises(SystemExit) as stopped:
+        instructor.main(["autograde", LAB, "--jobs", "many"])
+    assert stopped.value.code == 2
+    assert "JOBS must be a positive whole number of workers, got 'many'" in capsys.readouterr().err
+
+
+def test_sqlite_gradebooks_wait_for_other_writers():
+    url = gradebook_db.shared_url("sqlite:////course/gradebook.db")
+    assert url == f"sqlite:////course/gradebook.db?timeout={gradebook_db.SQLITE_BUSY_SECONDS}"
+    assert gradebook_db.shared_url("postgresql://grader@/gradebook") == (
+        "postgresql://grader@/gradebook"
+    )
+    with pytest.raises(ValueError, match="SQLAlchemy database URL"):
+        gradebook_db.shared_url("")
+
+
+def test_shares_split_a_class_between_machines_whoever_else_submitted():
+    students = [f"s{number:03d}" for number in range(200)]
+    shares = [pool.students_of_share(students, index, 4) for index in range(4)]
+    assert sorted(s for share in shares for s in share) == students
+    assert all(20 < len(share) < 80 for share in shares)
+    assert pool.students_of_share(students[:50], 1, 4) == [
+        s for s in shares[1] if s in students[:50]
+    ]
+
+
+@pytest.mark.parametrize("text", ["4/4", "1", "-1/4", "a/b", "1/0", ""])
+def test_a_share_must_be_k_of_n(text):
+    with pytest.raises(ValueError, match="K/N with 0 <= K < N"):
+        pool.parse_share(text)
+    assert pool.parse_share("3/4") == (3, 4)

@@ -1,0 +1,103 @@
+"""Autograde round trip: solutions get every point, blank work none, each typical mistake some.
+
+For each lab, a scratch copy of the course is released with nbgrader, then one submission per
+case (solution, blank release, each catalogued mistake) is autograded in a single nbgrader run.
+"""
+
+import re
+from collections import Counter
+
+import pytest
+from catalogue import ASSIGNMENTS, mistakes
+
+from course.build import notebooks, paths
+from course.build.submissions import (
+    autograde,
+    autograded_scores,
+    autograded_text,
+    fill,
+    scratch_course,
+    solution_cells,
+    submit,
+)
+
+MISTAKE_CASES = [
+    (assignment, mistake) for assignment in ASSIGNMENTS for mistake in mistakes(assignment)
+]
+_GRADED = {}
+
+
+def student_id(mistake):
+    """The synthetic student who submits a mistake."""
+    return f"mistake_{mistake.name}"
+
+
+def graded(assignment, tmp_path_factory):
+    """Autograde every synthetic submission of a lab once; return (course root, scores)."""
+    if assignment not in _GRADED:
+        root = scratch_course(tmp_path_factory.mktemp(assignment), [assignment])
+        release = notebooks.read(root / "release" / assignment / paths.lab_filename(assignment))
+        answers = solution_cells(assignment)
+        submit(root, assignment, "solution", fill(release, answers))
+        submit(root, assignment, "blank", release)
+        for mistake in mistakes(assignment):
+            submission = fill(release, {**answers, mistake.cell: mistake.code})
+            submit(root, assignment, student_id(mistake), submission)
+        autograde(root, assignment)
+        _GRADED[assignment] = (root, autograded_scores(root, assignment))
+    return _GRADED[assignment]
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_solution_gets_every_point(assignment, tmp_path_factory):
+    _, scores = graded(assignment, tmp_path_factory)
+    score, maximum = scores["solution"]
+    assert maximum > 0
+    assert score == maximum, f"the solution scored {score} of {maximum}"
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_blank_release_gets_zero(assignment, tmp_path_factory):
+    _, scores = graded(assignment, tmp_path_factory)
+    assert scores["blank"][0] == 0
+
+
+@pytest.mark.parametrize(
+    ("assignment", "mistake"), MISTAKE_CASES, ids=[f"{a}-{m.name}" for a, m in MISTAKE_CASES]
+)
+def test_mistake_loses_points_and_is_named(assignment, mistake, tmp_path_factory):
+    root, scores = graded(assignment, tmp_path_factory)
+    score, maximum = scores[student_id(mistake)]
+    assert 0 < score < maximum, f"{mistake.name} scored {score} of {maximum}"
+    text = autograded_text(root, assignment, student_id(mistake))
+    assert mistake.message in text, (
+        f"{mistake.message!r} not shown; the output was:\n{text[-3000:]}"
+    )
+    path = paths.autograded(root, student_id(mistake), assignment) / paths.lab_filename(assignment)
+    lines = next(error_lines(notebooks.read(path), mistake.message))
+    first = next(number for number, line in enumerate(lines) if mistake.message in line)
+    assert len(lines) <= MAX_ERROR_LINES and first < MESSAGE_WITHIN, "\n".join(lines)
+
+
+MAX_ERROR_LINES, MESSAGE_WITHIN = 15, 8
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def error_lines(nb, message):
+    """The lines (without colours) of each error output of a notebook that contains `message`."""
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            if output.output_type == "error":
+                lines = ANSI.sub("", "\n".join(output.traceback)).splitlines()
+                if any(message in line for line in lines):
+                    yield lines
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_catalogue_has_three_mistakes_per_graded_function(assignment):
+    code_cells = solution_cells(assignment, cell_types=("code",))
+    counts = Counter(mistake.cell for mistake in mistakes(assignment))
+    for grade_id in code_cells:
+        assert counts[grade_id] >= 3, (
+            f"{assignment}: only {counts[grade_id]} mistakes for {grade_id}"
+        )

@@ -1,0 +1,436 @@
+"""Course checks: sources validate, generated folders are fresh, the release leaks nothing."""
+
+import ast
+import re
+import shutil
+
+import nbformat
+import pytest
+from catalogue import ASSIGNMENTS
+from nbgrader.validator import Validator
+from substance import cell_units, function_units, shown_share
+
+from course.build import notebooks, paths, release
+
+SOLUTION_BLOCK = re.compile(r"### BEGIN SOLUTION(.*?)### END SOLUTION", re.DOTALL)
+HIDDEN_BLOCK = re.compile(r"### BEGIN HIDDEN TESTS(.*?)### END HIDDEN TESTS", re.DOTALL)
+FORBIDDEN_IN_RELEASE = [
+    "BEGIN SOLUTION",
+    "END SOLUTION",
+    "BEGIN HIDDEN TESTS",
+    "END HIDDEN TESTS",
+    "MARK SCHEME",
+    "Mark scheme",
+]
+
+
+def source_notebook(assignment):
+    """The instructor version of a lab."""
+    return notebooks.read(paths.source_lab(assignment))
+
+
+def generated(folder, assignment):
+    """A generated notebook of the repository (release/ or solutions/)."""
+    return paths.ROOT / folder / assignment / paths.lab_filename(assignment)
+
+
+def secret_lines(assignment):
+    """Lines that only the instructor may see: solution bodies, hidden tests, model answers."""
+    secret, public = set(), set()
+    for cell in source_notebook(assignment).cells:
+        if cell.cell_type == "markdown" and notebooks.is_solution(cell):
+            secret.update(cell.source.splitlines())
+            continue
+        hidden = "".join(SOLUTION_BLOCK.findall(cell.source) + HIDDEN_BLOCK.findall(cell.source))
+        secret.update(hidden.splitlines())
+        public.update(HIDDEN_BLOCK.sub("", SOLUTION_BLOCK.sub("", cell.source)).splitlines())
+    public = {line.strip() for line in public}
+    return {
+        line.strip()
+        for line in secret
+        if len(line.strip()) >= 12
+        and line.strip() not in public
+        and not line.strip().startswith("#")
+    }
+
+
+def notebook_lines(nb):
+    """Every stripped line of every cell source."""
+    return {line.strip() for cell in nb.cells for line in cell.source.splitlines()}
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_source_passes_nbgrader_validation(assignment):
+    results = Validator().validate(str(paths.source_lab(assignment)))
+    assert results == {}, f"{assignment} does not validate: {results}"
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_every_lab_has_a_lecture(assignment):
+    assert (paths.NOTEBOOKS / f"{assignment}.ipynb").exists()
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_release_leaks_no_solution_and_no_hidden_test(assignment):
+    nb = notebooks.read(generated("release", assignment))
+    text = nbformat.writes(nb)
+    for marker in FORBIDDEN_IN_RELEASE:
+        assert marker not in text, f"release of {assignment} contains {marker!r}"
+    leaked = secret_lines(assignment) & notebook_lines(nb)
+    assert not leaked, f"release of {assignment} shows instructor-only lines: {sorted(leaked)}"
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_release_has_no_outputs(assignment):
+    for cell in notebooks.read(generated("release", assignment)).cells:
+        if cell.cell_type == "code":
+            assert cell.outputs == [] and cell.execution_count is None
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_solutions_show_no_hidden_test(assignment):
+    nb = notebooks.read(generated("solutions", assignment))
+    hidden = {
+        line.strip()
+        for cell in source_notebook(assignment).cells
+        for block in HIDDEN_BLOCK.findall(cell.source)
+        for line in block.splitlines()
+        if len(line.strip()) >= 12
+    }
+    assert "HIDDEN TESTS" not in nbformat.writes(nb)
+    public = notebook_lines(
+        release.solution_notebook(paths.source_lab(assignment))
+    )
+    assert not (hidden - public) & notebook_lines(nb)
+
+
+def without_images(nb):
+    """Notebook JSON with image data blanked: pixels may differ between font installations."""
+    nb = notebooks.read_copy(nb)
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            for key in list(output.get("data", {})):
+                if key.startswith("image/"):
+                    output["data"][key] = "<image>"
+    return nbformat.writes(nb)
+
+
+@pytest.fixture(scope="module")
+def regenerated(tmp_path_factory):
+    """release/ and solutions/ rebuilt from source/ in a scratch course directory."""
+    root = tmp_path_factory.mktemp("course")
+    shutil.copy(paths.CONFIG, root / "nbgrader_config.py")
+    shutil.copytree(paths.SOURCE, root / "source")
+    release.build(root)
+    return root
+
+
+def relative_files(folder):
+    """Files under a folder, relative to it."""
+    return sorted(p.relative_to(folder) for p in folder.rglob("*") if p.is_file())
+
+
+@pytest.mark.parametrize("folder", ["release", "solutions"])
+def test_generated_folder_is_fresh(folder, regenerated):
+    fresh, committed = regenerated / folder, paths.ROOT / folder
+    assert relative_files(fresh) == relative_files(committed), "run `make release` and commit"
+    for name in relative_files(fresh):
+        if folder == "release":
+            same = (fresh / name).read_bytes() == (committed / name).read_bytes()
+        else:
+            same = without_images(notebooks.read(fresh / name)) == without_images(
+                notebooks.read(committed / name)
+            )
+        assert same, f"{folder}/{name} is stale: run `make release` and commit"
+
+
+@pytest.mark.parametrize(
+    "path",
+    paths.lecture_notebooks() + sorted(paths.SOLUTIONS.rglob("*.ipynb")),
+    ids=lambda p: p.name,
+)
+def test_notebook_is_seeded_single_threaded_and_executed(path):
+    nb = notebooks.read(path)
+    code = [cell for cell in nb.cells if cell.cell_type == "code" and cell.source.strip()]
+    setup = next(cell.source for cell in code if "import torch" in cell.source)
+    assert "torch.set_num_threads(1)" in setup and "torch.manual_seed(" in setup
+    unexecuted = [cell.source[:60] for cell in code if cell.execution_count is None]
+    assert not unexecuted, f"{path.name} has cells without stored outputs: {unexecuted}"
+
+
+TIMING = re.compile(r"seconds|time")
+
+
+@pytest.mark.parametrize(
+    "path",
+    paths.lecture_notebooks() + sorted(paths.SOLUTIONS.rglob("*.ipynb")),
+    ids=lambda p: p.name,
+)
+def test_only_timings_escape_nbval(path):
+    # nbval compares every other stored output under each CPU kernel family: a figure that could
+    # move is printed at the precision its claim needs instead of being left out.
+    ignored = [cell.source for cell in notebooks.read(path).cells
+               if "nbval-ignore-output" in cell.metadata.get("tags", [])]
+    untimed = [source[:60] for source in ignored if not TIMING.search(source)]
+    assert not untimed, f"{path.name}: nbval-ignore-output on cells that time nothing: {untimed}"
+
+
+PREDICTION = "**Predict, then run.**"
+MIN_PREDICTIONS = 2
+LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+
+
+def relative_links(text):
+    """Targets of the Markdown links in `text` that point into the course (not to the web)."""
+    return [target for target in LINK.findall(text) if "://" not in target]
+
+
+@pytest.mark.parametrize("path", paths.lecture_notebooks(), ids=lambda p: p.name)
+def test_lecture_asks_for_predictions_before_its_cells(path):
+    # "Predict, then run": the question, then the answer folded away, then the cell that shows it.
+    cells = notebooks.read(path).cells
+    asked = [n for n, cell in enumerate(cells) if cell.cell_type == "markdown"
+             and PREDICTION in cell.source]
+    assert len(asked) >= MIN_PREDICTIONS, f"{path.name} asks for {len(asked)} predictions"
+    for n in asked:
+        folded = re.search(r"<details>\s*<summary>.+?</summary>.+?</details>", cells[n].source,
+                           re.DOTALL)
+        assert folded, f"{path.name} cell {n}: put the answer in a <details> block"
+        assert n + 1 < len(cells) and cells[n + 1].cell_type == "code", (
+            f"{path.name} cell {n}: a prediction comes right before the cell that answers it"
+        )
+
+
+@pytest.mark.parametrize("path", paths.lecture_notebooks(), ids=lambda p: p.name)
+def test_lecture_links_the_notation_and_ends_with_next(path):
+    cells = notebooks.read(path).cells
+    assert paths.NOTATION in relative_links(cells[0].source), (
+        f"{path.name}: the first cell links the notation page {paths.NOTATION}"
+    )
+    last = cells[-1]
+    assert last.cell_type == "markdown" and "**Next:**" in last.source, (
+        f"{path.name} ends with a **Next:** cell"
+    )
+    lab = f"../release/{path.stem}/{paths.lab_filename(path.stem)}"
+    assert lab in relative_links(last.source), f"{path.name}: Next links its lab {lab}"
+
+
+@pytest.mark.parametrize("path", paths.lecture_notebooks(), ids=lambda p: p.name)
+def test_lecture_has_a_control_stored_at_its_starting_value(path):
+    # A control's cell keeps its figure and readout as ordinary outputs, and no widget id.
+    cells = [cell for cell in notebooks.read(path).cells if cell.cell_type == "code"]
+    controls = [cell for cell in cells if "interactive.show(" in cell.source]
+    assert controls, f"{path.name} has no control (utils.interactive.show)"
+    for cell in controls:
+        data = [output.get("data", {}) for output in cell.outputs]
+        kinds = [next(iter(sorted(d)), "stream") for d in data]
+        assert any("image/png" in d for d in data), f"{path.name}: no stored figure: {kinds}"
+        texts = [d.get("text/plain", "") for d in data]
+        assert any(text.startswith("Controls: ") for text in texts), texts
+    stored = nbformat.writes(notebooks.read(path))
+    assert notebooks.WIDGET_VIEW not in stored, f"{path.name} stores a widget view"
+
+
+@pytest.mark.parametrize(
+    "path", paths.lecture_notebooks() + [paths.NOTEBOOKS / paths.NOTATION], ids=lambda p: p.name
+)
+def test_links_between_notebooks_resolve(path):
+    text = "\n".join(cell.source for cell in notebooks.read(path).cells
+                     if cell.cell_type == "markdown")
+    broken = [t for t in relative_links(text) if not (path.parent / t).resolve().exists()]
+    assert not broken, f"{path.name} links to missing files: {broken}"
+
+
+UNGUARDED_COMPARISONS = [
+    "torch.allclose",
+    "torch.equal",
+    "assert_close",
+    "np.allclose",
+    "numpy.allclose",
+    "np.testing",
+    "torch.isclose",
+]
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_test_cells_compare_only_through_the_grading_checks(assignment):
+    # A student's cell can replace torch.allclose and friends; utils.grading cannot be fooled.
+    for cell in source_notebook(assignment).cells:
+        if notebooks.is_test(cell):
+            grade_id = notebooks.nbgrader_meta(cell)["grade_id"]
+            for comparison in UNGUARDED_COMPARISONS:
+                assert comparison not in cell.source, f"{assignment}/{grade_id} uses {comparison}"
+
+
+# The answer stays in the lab: lines of a solution that are long enough to be the answer
+MIN_ANSWER_LINE = 25
+LECTURE_SHARE = 0.25
+
+
+def answer_lines(text):
+    """The stripped lines of code in `text` long enough to give an answer away (no comments)."""
+    lines = (line.strip() for line in text.splitlines())
+    return {line for line in lines if len(line) >= MIN_ANSWER_LINE and not line.startswith("#")}
+
+
+def solution_lines(assignment):
+    """The answer lines of a lab's solution cells."""
+    found = set()
+    for cell in source_notebook(assignment).cells:
+        if cell.cell_type == "code" and notebooks.nbgrader_meta(cell).get("solution"):
+            found |= answer_lines(cell.source)
+    return found
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_no_solution_line_is_in_utils(assignment):
+    utils = answer_lines("\n".join(p.read_text() for p in (paths.ROOT / "utils").glob("*.py")))
+    shared = sorted(solution_lines(assignment) & utils)
+    assert not shared, f"{assignment}: utils/ holds lines of the solution: {shared}"
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_lectures_show_the_idea_not_the_labs_lines(assignment):
+    lectures = [p for p in paths.lecture_notebooks() if p.name[:2] <= assignment[:2]]
+    shown = answer_lines(
+        "\n".join(
+            cell.source
+            for path in lectures
+            for cell in notebooks.read(path).cells
+            if cell.cell_type == "code"
+        )
+    )
+    solution = solution_lines(assignment)
+    shared = sorted(solution & shown)
+    assert len(shared) <= LECTURE_SHARE * len(solution), (
+        f"{assignment}: {len(shared)} of {len(solution)} solution lines are in its lecture or an "
+        f"earlier one: {shared}"
+    )
+
+
+# ... and in substance: a solution function that a lecture shows with other names is a copy.
+MIN_SOLUTION_TOKENS = 30  # shorter functions (a constructor, a two-line helper) give nothing away
+SUBSTANCE_LIMIT = 0.55
+
+
+def lecture_code_units(assignment):
+    """Token units of the code cells of a lab's lecture and every earlier one."""
+    return [
+        unit
+        for path in paths.lecture_notebooks()
+        if path.name[:2] <= assignment[:2]
+        for number, cell in enumerate(notebooks.read(path).cells)
+        if cell.cell_type == "code"
+        for unit in cell_units(cell.source, f"{path.name[:2]} cell {number}")
+    ]
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_lectures_show_the_idea_not_the_labs_substance(assignment):
+    # An exercise asks for more than its lecture shows (the general, batched, causal or
+    # streaming form): no solution function is mostly a lecture cell with other names.
+    shown = lecture_code_units(assignment)
+    copies = []
+    for cell in source_notebook(assignment).cells:
+        if cell.cell_type != "code" or not notebooks.nbgrader_meta(cell).get("solution"):
+            continue
+        for name, solution in function_units(cell.source):
+            if name == "__init__" or len(solution) < MIN_SOLUTION_TOKENS:  # layers, not substance
+                continue
+            share, where = max((shown_share(solution, unit), label) for label, unit in shown)
+            if share > SUBSTANCE_LIMIT:
+                copies.append(f"{name} ({share:.0%} in lecture {where})")
+    assert not copies, f"{assignment}: solutions that a lecture already shows: {copies}"
+
+
+MAX_VISIBLE_TEST_LINES = 25
+
+
+def graded_test_cells(assignment):
+    """(grade_id, source) of every test cell of a lab, in order."""
+    return [
+        (notebooks.nbgrader_meta(cell)["grade_id"], cell.source)
+        for cell in source_notebook(assignment).cells
+        if notebooks.is_test(cell)
+    ]
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_visible_test_cells_are_short(assignment):
+    # A visible test reads as a list of checks: inputs, references and helper models live in
+    # locked cells above it.
+    for grade_id, source in graded_test_cells(assignment):
+        visible = source.split("### BEGIN HIDDEN TESTS")[0]
+        lines = len(visible.splitlines())
+        assert lines <= MAX_VISIBLE_TEST_LINES, (
+            f"{assignment}/{grade_id} has {lines} visible lines (at most "
+            f"{MAX_VISIBLE_TEST_LINES}): move inputs and helpers into a locked cell"
+        )
+
+
+def top_level_names(source):
+    """Names that the top level of a cell binds: def, class, assignment, for, with, import."""
+    names = set()
+    for node in ast.parse(source).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        else:
+            names.update(
+                item.id
+                for item in ast.walk(node)
+                if isinstance(item, ast.Name) and isinstance(item.ctx, ast.Store)
+            )
+    return names
+
+
+def names_used_and_bound(source):
+    """(names the cell reads, names the cell binds anywhere, arguments included)."""
+    used, bound = set(), set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Name):
+            (used if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+    return used, bound
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_test_cells_use_no_name_from_another_test_cell(assignment):
+    # Each test cell stands alone: a helper it needs is defined in a locked (or solution) cell,
+    # never in an earlier test cell that may have failed or been skipped.
+    cells = [cell for cell in source_notebook(assignment).cells if cell.cell_type == "code"]
+    elsewhere = set().union(
+        *(top_level_names(cell.source) for cell in cells if not notebooks.is_test(cell))
+    )
+    earlier = {}  # name -> grade_id of the first test cell that binds it
+    for cell in cells:
+        if not notebooks.is_test(cell):
+            continue
+        grade_id = notebooks.nbgrader_meta(cell)["grade_id"]
+        used, bound = names_used_and_bound(cell.source)
+        borrowed = sorted(
+            f"{name} (from {earlier[name]})" for name in used - bound - elsewhere if name in earlier
+        )
+        assert not borrowed, f"{assignment}/{grade_id} uses names of other test cells: {borrowed}"
+        for name in top_level_names(cell.source):
+            earlier.setdefault(name, grade_id)
+
+
+def test_readme_and_package_docstring_list_every_utils_module():
+    import utils
+
+    modules = {p.stem for p in (paths.ROOT / "utils").glob("*.py")} - {"__init__"}
+    layout = (paths.ROOT / "README.md").read_text().split("## Layout", 1)[1].split("```")[1]
+    listed = set(re.findall(r"^ {15}(\w+(?:, \w+)?)\s", layout, re.MULTILINE))
+    in_readme = {name for entry in listed for name in entry.split(", ")}
+    assert modules == in_readme, f"README lists {sorted(in_readme)}, utils has {sorted(modules)}"
+    missing = [name for name in modules if name not in utils.__doc__]
+    assert not missing, f"utils/__init__.py does not name {missing}"

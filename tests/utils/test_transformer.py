@@ -1,0 +1,125 @@
+"""Tests for utils.transformer (digit-reversal data, tiny causal model) and its lesson bench."""
+
+import pytest
+import torch
+
+from course.bench import transformer as transformer_bench
+from utils.transformer import (
+    SEPARATOR,
+    VOCAB_SIZE,
+    TinyCausalLM,
+    attention_weights,
+    causal_mask,
+    reversal_accuracy,
+    reversal_data,
+    rotate,
+    train_reversal,
+)
+
+
+def test_reversal_data_is_digits_separator_reversal():
+    tokens = reversal_data(5, 4, seed=0)
+    assert tokens.shape == (5, 9) and tokens.dtype == torch.long
+    assert bool((tokens[:, 4] == SEPARATOR).all())
+    assert torch.equal(tokens[:, 5:], tokens[:, :4].flip(1))
+    assert bool((tokens[:, :4] < 10).all())
+
+
+def test_reversal_data_depends_only_on_its_seed():
+    torch.manual_seed(0)
+    first = reversal_data(20, 3, seed=7)
+    torch.manual_seed(1)
+    assert torch.equal(first, reversal_data(20, 3, seed=7))
+    assert not torch.equal(first, reversal_data(20, 3, seed=8))
+
+
+@pytest.mark.parametrize(("n", "length", "seed"), [(0, 3, 0), (3, 0, 0), (3, 2, -1), (2.5, 2, 0)])
+def test_reversal_data_refuses_bad_arguments(n, length, seed):
+    with pytest.raises(ValueError):
+        reversal_data(n, length, seed)
+
+
+def test_causal_mask_is_lower_triangular():
+    assert torch.equal(causal_mask(3), torch.tensor([[1, 0, 0], [1, 1, 0], [1, 1, 1]]).bool())
+    with pytest.raises(ValueError):
+        causal_mask(0)
+
+
+@pytest.mark.parametrize("positions", ["none", "learned", "rope", torch.randn(16, 8)])
+def test_model_is_causal_with_every_kind_of_positions(positions):
+    torch.manual_seed(0)
+    model = TinyCausalLM(d_model=8, n_heads=2, d_ff=16, max_length=16, positions=positions).eval()
+    tokens = reversal_data(2, 3, seed=0)  # (2, 7)
+    logits = model(tokens)
+    assert logits.shape == (2, 7, VOCAB_SIZE)
+    changed = tokens.clone()
+    changed[:, -1] = (changed[:, -1] + 1) % 10  # change only the last token
+    assert torch.allclose(model(changed)[:, :-1], logits[:, :-1], atol=1e-6)
+
+
+def test_model_refuses_bad_positions_and_long_sequences():
+    with pytest.raises(ValueError, match="max_length"):
+        TinyCausalLM(d_model=8, n_heads=2, max_length=4, positions=torch.zeros(5, 8))
+    with pytest.raises(ValueError, match="positions"):
+        TinyCausalLM(d_model=8, n_heads=2, positions="rotary")
+    model = TinyCausalLM(d_model=8, n_heads=2, max_length=4)
+    with pytest.raises(ValueError, match="max_length=4"):
+        model(torch.zeros(1, 5, dtype=torch.long))
+
+
+def test_rotate_turns_each_pair_by_position_times_frequency():
+    x = torch.zeros(1, 3, 4)  # (N, L, d_head): pair 0 = (1, 0), pair 1 = (0, 1) at every position
+    x[..., 0], x[..., 3] = 1.0, 1.0
+    p = torch.arange(3.0)
+    expected = torch.stack([p.cos(), p.sin(), -(p / 100).sin(), (p / 100).cos()], dim=-1)
+    assert torch.allclose(rotate(x), expected[None], atol=1e-6)
+    q, k = torch.randn(2, 8).unbind(0)
+    scores = rotate(q.expand(6, 8)) @ rotate(k.expand(6, 8)).T  # (L, L): depends on p - m only
+    assert torch.allclose(scores[1:, 1:], scores[:-1, :-1], atol=1e-5)
+
+
+def test_rope_model_adds_nothing_to_the_embeddings_and_is_not_a_bag_of_tokens():
+    torch.manual_seed(0)
+    model = TinyCausalLM(d_model=8, n_heads=2, d_ff=16, max_length=16, positions="rope").eval()
+    tokens = reversal_data(1, 3, seed=0)  # (1, 7)
+    assert torch.equal(model.inputs(tokens), model.embed(tokens))
+    swapped = tokens[:, [1, 0, 2, 3, 4, 5, 6]]  # the first two digits exchanged
+    with torch.no_grad():
+        assert not torch.allclose(model(swapped)[:, -1], model(tokens)[:, -1], atol=1e-6)
+    with pytest.raises(ValueError, match="src_mask"):
+        model.layers[0](torch.zeros(1, 2, 8), src_key_padding_mask=torch.zeros(1, 2).bool())
+
+
+@pytest.mark.parametrize("positions", ["learned", "rope"])
+def test_attention_weights_are_causal_distributions(positions):
+    torch.manual_seed(0)
+    model = TinyCausalLM(
+        d_model=8, n_heads=2, n_layers=2, d_ff=16, max_length=16, positions=positions
+    )
+    maps = attention_weights(model, reversal_data(3, 2, seed=1))  # (layers, N, heads, L, L)
+    assert maps.shape == (2, 3, 2, 5, 5)
+    assert torch.allclose(maps.sum(dim=-1), torch.ones(2, 3, 2, 5))
+    assert bool((maps[..., ~causal_mask(5)] == 0).all())
+
+
+def test_training_lowers_the_loss_and_accuracy_is_a_rate():
+    torch.manual_seed(0)
+    model = TinyCausalLM(d_model=16, n_heads=2, d_ff=32, max_length=16, positions="learned")
+    tokens = reversal_data(256, 3, seed=0)
+    losses, seconds = train_reversal(model, tokens, steps=40, batch_size=32, seed=0)
+    assert len(losses) == 40 and seconds > 0
+    assert sum(losses[-5:]) < sum(losses[:5])
+    exact, per_digit = reversal_accuracy(model, tokens)
+    assert 0.0 <= exact <= per_digit <= 1.0
+    assert model.training  # reversal_accuracy restores the mode it found
+
+
+def test_bench_loads_the_lab_solution_and_reports_every_figure():
+    figures = transformer_bench.run(repeats=2, warmup=1, seeds=(0,))
+    assert {
+        "transformer_block_vs_torch_ratio",
+        "toy_lm_exact_match",
+        "toy_lm_train_seconds",
+    } <= set(figures)
+    assert all(value > 0 for value in figures.values())
+    assert figures["toy_lm_exact_match"] >= 0.95
