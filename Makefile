@@ -65,7 +65,7 @@ test-browser: $(STAMP)
 	$(BIN)/pytest tests/browser/jupyterlab_check.py
 
 test-hub: $(STAMP)
-	COURSE_HUB_TEST=1 $(BIN)/pytest -s tests/test_hub.py
+	COURSE_HUB_TEST=1 $(BIN)/pytest -s tests/deploy/test_hub.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -1,6 +1,6 @@
 """The formgrader inside JupyterHub, in a real browser: the instructor's view of a lab.
 
-`tests/test_hub.py` (`make test-hub`) calls `check_formgrader` on its hub once a lab has been
+`tests/deploy/test_hub.py` (`make test-hub`) calls `check_formgrader` on its hub once a lab has been
 collected: the instructor logs in on the hub's login page, opens JupyterLab and, from its
 Nbgrader menu, the formgrader, which JupyterLab shows in a frame. The frame must show the
 labs with their Release and Collect actions (JupyterHub forbids frames unless the server says
@@ -12,7 +12,7 @@ import re
 
 from playwright.sync_api import expect, sync_playwright
 
-from course import paths
+from course.build import paths
 
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = [

@@ -30,8 +30,8 @@ import pytest
 import requests
 from catalogue import mistakes
 
-from course import paths
-from course.submissions import fill, solution_cells
+from course.build import paths
+from course.build.submissions import fill, solution_cells
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("COURSE_HUB_TEST") != "1",
@@ -71,6 +71,7 @@ class Class:
         self.exchange = base / "exchange"
         self.python = hc.class_python(base / "python")
         self.deploy = hc.install_deploy(base / "deploy")
+        self.probe_script = Path(shutil.copy(PROBE, base / PROBE.name))  # readable by all
         self.environment = hc.settings(self.exchange, self.python)
         self.settings = hc.class_settings(self.environment, self.deploy)
         self.course = hc.copy_course(self.homes / hc.INSTRUCTOR, hc.INSTRUCTOR)
@@ -97,8 +98,9 @@ class Class:
         return result
 
     def probe(self, user, *operations):
-        """What `user` gets for each operation of tests/hub_probe.py."""
-        result = self.as_user(user, [self.python, PROBE, json.dumps(operations)], cwd="/")
+        """What `user` gets for each operation of tests/deploy/hub_probe.py."""
+        command = [self.python, self.probe_script, json.dumps(operations)]
+        result = self.as_user(user, command, cwd="/")
         assert result.returncode == 0, result.stderr
         return json.loads(result.stdout)
 
@@ -213,7 +215,7 @@ def grade(the_class):
 
 def autograde(the_class):
     """The instructor autogrades in the sandbox, or root does (deploy/grade_as_root.py)."""
-    probe = "from course import sandbox; print(sandbox.probe()[1])"
+    probe = "from course.grading import sandbox; print(sandbox.probe()[1])"
     reason = the_class.instructor(the_class.python, "-c", probe).stdout.strip()
     if not reason:
         say("instructor autogrades (python -m course.instructor)", "sandboxed")

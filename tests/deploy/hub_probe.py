@@ -1,4 +1,4 @@
-"""What a user of the class can do to given paths: run as that user by tests/test_hub.py.
+"""What a user of the class can do to given paths: run as that user by tests/deploy/test_hub.py.
 
     python hub_probe.py '[["read", "/path"], ["list", "/folder"], ...]'
 

@@ -1,4 +1,4 @@
-"""A class on a real JupyterHub for tests/test_hub.py: Unix users, the hub, and their servers.
+"""A class on a real JupyterHub for test_hub.py: Unix users, the hub, and their servers.
 
 Everything lives in one folder of the temporary directory (/tmp/attn-hub-*): the users' homes,
 the exchange and the hub's database. Users and groups start with `attn-`; `remove_leftovers`
@@ -22,7 +22,7 @@ from pathlib import Path
 import psutil
 import requests
 
-from course import paths
+from course.build import paths
 
 DEPLOY = paths.ROOT / "deploy"  # installed for each class by install_deploy, as /opt/course/deploy
 PREFIX = "attn-hub-"
