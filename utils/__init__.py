@@ -1,3 +1,3 @@
-"""Helpers that the course notebooks import: data, training, seq2seq, recipe, transformer, plots,
-interactive, display, memory, timing, validation, grading. Students install this package, and only
-this one."""
+"""Helpers that the course notebooks import: data, training, seq2seq, recipe, transformer, text,
+gpt, plots, interactive, display, memory, timing, validation, grading. Students install this
+package, and only this one."""

@@ -194,6 +194,24 @@ def online_softmax_trace(scores, values, chunk_size) -> list[dict[str, float]]:
     return trace
 
 
+def sampling_distribution(logits, temperature, top_k=None) -> torch.Tensor:
+    """The distribution (V,) that sampling draws from: softmax(logits / T) over the top_k."""
+    logits = _vector(logits, "logits")
+    scaled = logits / validation.positive_number(temperature, "temperature")  # (V,)
+    if top_k is not None:
+        top_k = validation.positive_int(top_k, "top_k")
+        kth = scaled.sort(descending=True).values[min(top_k, len(scaled)) - 1]
+        scaled = scaled.masked_fill(scaled < kth, -math.inf)  # only the top_k can be drawn
+    return torch.softmax(scaled, dim=0)
+
+
+def characters_covering(probabilities, share) -> int:
+    """How many of the likeliest entries of probabilities (V,) it takes to reach `share`."""
+    ordered = _vector(probabilities, "probabilities").sort(descending=True).values  # (V,)
+    share = validation.probability(share, "share")
+    return int((ordered.cumsum(0) < share - 1e-12).sum()) + 1
+
+
 # --------------------------------------------------------------------------- the views
 
 
@@ -336,6 +354,26 @@ def online_softmax_view(block, scores, values, chunk_size) -> tuple[plt.Figure, 
         f"block {block}: m = {state['m']:.2f}, ℓ = {state['l']:.2f}, output {state['output']:.3f}"
         f" (final {trace[-1]['output']:.3f})"
     )
+    return fig, readout
+
+
+def sampling_view(logits, chars, temperature, top_k=None, shown=20) -> tuple[plt.Figure, str]:
+    """Bars of the `shown` likeliest next characters at temperature T (and top-k), a readout."""
+    probabilities = sampling_distribution(logits, temperature, top_k)  # (V,)
+    order = probabilities.argsort(descending=True)[:shown]  # (shown,)
+    labels = [repr(chars[i])[1:-1] or " " for i in order.tolist()]
+    fig, ax = plt.subplots(figsize=(8, 3.2), layout="constrained")
+    ax.bar(np.arange(len(order)), probabilities[order].numpy(), color="C0")
+    ax.set_xticks(np.arange(len(order)), labels, fontfamily="monospace")
+    ax.set_ylim(0, 1)
+    ax.set_xlabel("next character (likeliest first)")
+    ax.set_ylabel("probability")
+    limit = "all" if top_k is None else f"top {top_k}"
+    ax.set_title(f"What sampling draws from at T = {temperature:.1f} ({limit} characters)")
+    top = int(order[0])
+    readout = (f"T = {temperature:.1f}: {repr(chars[top])} has probability "
+               f"{float(probabilities[top]):.2f}; 90% of the draws come from "
+               f"{characters_covering(probabilities, 0.9)} of {len(chars)} characters")
     return fig, readout
 
 

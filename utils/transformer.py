@@ -43,11 +43,11 @@ def causal_mask(length) -> torch.Tensor:
     return torch.ones(length, length, dtype=torch.bool).tril()
 
 
-def rotate(x, base=10000.0) -> torch.Tensor:
-    """RoPE on x (..., L, d_head) from position 0: pair (x_2i, x_2i+1) turned by p * omega_i."""
+def rotate(x, base=10000.0, start=0) -> torch.Tensor:
+    """RoPE on x (..., L, d_head) at positions p = start, start + 1, ...: pair i turned by p w_i."""
     *_, length, d_head = x.shape
     omega = base ** (-torch.arange(0, d_head, 2, dtype=torch.float32) / d_head)  # (d_head / 2,)
-    angles = torch.outer(torch.arange(length, dtype=torch.float32), omega)  # (L, d_head / 2)
+    angles = torch.outer(torch.arange(length, dtype=torch.float32) + start, omega)  # (L, d/2)
     turn = torch.polar(torch.ones_like(angles), angles)  # (L, d_head / 2): e^(i p omega_i)
     pairs = torch.view_as_complex(x.float().unflatten(-1, (d_head // 2, 2)).contiguous())
     return torch.view_as_real(pairs * turn).flatten(-2).to(x.dtype)  # (..., L, d_head)

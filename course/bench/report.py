@@ -15,8 +15,8 @@
 * `term_estimate_minutes_200_students`: from those, the minutes `make autograde` takes on this
   machine for 200 students and every lab;
 * the figures of the lesson benchmarks (`course.bench.seq2seq`, `course.bench.mha`,
-  `course.bench.transformer`, `course.bench.scale`), and `course.bench.widgets`: how long each
-  lecture's control takes to redraw.
+  `course.bench.transformer`, `course.bench.scale`, `course.bench.gpt`), and
+  `course.bench.widgets`: how long each lecture's control takes to redraw.
 """
 
 import argparse
@@ -35,6 +35,7 @@ LESSON_BENCHMARKS = [
     "course.bench.mha",
     "course.bench.transformer",
     "course.bench.scale",
+    "course.bench.gpt",
     "course.bench.widgets",
 ]
 

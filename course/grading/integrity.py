@@ -127,6 +127,15 @@ FORBIDDEN_CALLS = {
         "multi_head_attention_forward",
         "logsumexp",
     },
+    "10_tiny_gpt": {
+        "cross_entropy",
+        "CrossEntropyLoss",
+        "nll_loss",
+        "NLLLoss",
+        "scaled_dot_product_attention",
+        "MultiheadAttention",
+        "multi_head_attention_forward",
+    },
 }
 # ... and what one exercise forbids, by the grade_id of its solution cell: the references that
 # the exercise reimplements, which the rest of the lab may use.
@@ -149,6 +158,10 @@ FORBIDDEN_IN_EXERCISE = {
     "09_attention_at_scale": {
         "online_softmax": {"softmax", "log_softmax", "Softmax", "LogSoftmax"},
         "chunked_attention": {"softmax", "log_softmax", "Softmax", "LogSoftmax"},
+    },
+    "10_tiny_gpt": {
+        "next_token_loss": {"log_softmax", "LogSoftmax", "sequence_loss"},
+        "generate": {"sample_next"},
     },
 }
 REVIEW_KEY = "course_review"

@@ -89,9 +89,34 @@ def test_online_softmax_trace_ends_at_the_softmax_average():
     assert all(a["m"] <= b["m"] for a, b in zip(trace, trace[1:], strict=False))
 
 
+def test_sampling_distribution_divides_by_the_temperature_and_keeps_the_top_k():
+    logits = torch.tensor([2.0, -1.0, 0.5, 3.0, 0.0])
+    expected = torch.softmax(logits.double() / 0.7, dim=0)
+    torch.testing.assert_close(interactive.sampling_distribution(logits, 0.7), expected)
+    top = interactive.sampling_distribution(logits, 0.7, top_k=2)  # keeps 3.0 and 2.0
+    kept = torch.zeros(5, dtype=torch.float64)
+    kept[[0, 3]] = torch.softmax(logits.double()[[0, 3]] / 0.7, dim=0)
+    torch.testing.assert_close(top, kept)
+    assert float(interactive.sampling_distribution(logits, 1e-3)[3]) == pytest.approx(1.0)
+    torch.testing.assert_close(interactive.sampling_distribution(logits, 1.0, top_k=9),
+                               torch.softmax(logits.double(), 0))
+    assert interactive.sampling_distribution(logits, 1.0, top_k=1).tolist() == [0, 0, 0, 1, 0]
+
+
+def test_characters_covering_counts_the_likeliest_entries():
+    probabilities = torch.tensor([0.1, 0.5, 0.3, 0.1])
+    assert interactive.characters_covering(probabilities, 0.5) == 1
+    assert interactive.characters_covering(probabilities, 0.8) == 2
+    assert interactive.characters_covering(probabilities, 0.9) == 3
+    assert interactive.characters_covering(probabilities, 1.0) == 4
+
+
 @pytest.mark.parametrize(
     "call, message",
     [
+        (lambda: interactive.sampling_distribution([1.0, 2.0], 0), "temperature"),
+        (lambda: interactive.sampling_distribution([1.0, 2.0], 1.0, top_k=0), "top_k"),
+        (lambda: interactive.characters_covering([0.5, 0.5], 1.5), "share"),
         (lambda: interactive.temperature_weights([1.0, 2.0], 0), "temperature"),
         (lambda: interactive.temperature_weights([], 1.0), "scores must have shape"),
         (lambda: interactive.temperature_weights([1.0, math.nan], 1.0), "scores must be finite"),
@@ -127,6 +152,7 @@ VIEWS = [
     (interactive.head_view, (torch.softmax(randn(2, 3, 3), -1), 1, ["a", "b", "c"])),
     (interactive.rope_view, (3, 0)),
     (interactive.online_softmax_view, (1, randn(9), randn(9), 4)),
+    (interactive.sampling_view, (randn(5), ["a", "b", "\n", " ", "e"], 0.8, 3)),
 ]
 
 

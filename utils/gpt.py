@@ -1,0 +1,230 @@
+"""Lesson 10's tiny GPT: a character-level decoder-only transformer, its trainer and sampler.
+
+The model puts the course's parts together: token embeddings; pre-LN blocks (08) whose
+multi-head causal self-attention (05, 07) rotates its queries and keys with RoPE from a start
+position (08, `utils.transformer.rotate`) and can run step by step over a KV cache (09); a final
+LayerNorm and a linear head that gives next-token logits. An optional key mask (True = a real
+token) hides the padding of prompts of different lengths; a query whose keys are all hidden gets
+all-zero weights (05).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from utils import text, validation
+from utils.transformer import rotate
+
+
+class LayerCache:
+    """Keys and values (N, n_heads, L_max, d_head) of one layer, written in place, and a length."""
+
+    def __init__(self, batch, n_heads, max_length, d_head, dtype=torch.float32):
+        self.keys = torch.zeros(batch, n_heads, max_length, d_head, dtype=dtype)
+        self.values = torch.zeros(batch, n_heads, max_length, d_head, dtype=dtype)
+        self.length = 0  # positions held
+
+    def add(self, keys, values) -> tuple[torch.Tensor, torch.Tensor]:
+        """Store keys, values (N, n_heads, L_new, d_head); return all held (N, n_heads, L, d)."""
+        stop = self.length + keys.shape[2]
+        if stop > self.keys.shape[2]:
+            raise ValueError(f"the cache holds at most {self.keys.shape[2]} positions")
+        self.keys[:, :, self.length:stop] = keys
+        self.values[:, :, self.length:stop] = values
+        self.length = stop
+        return self.keys[:, :, :stop], self.values[:, :, :stop]
+
+    def nbytes(self) -> int:
+        """Bytes of the keys and values held."""
+        per_position = self.keys[:, :, :1].numel() * self.keys.element_size()
+        return 2 * per_position * self.length
+
+
+def masked_attention(query, keys, values, allowed):
+    """Attention (N, h, Lq, d) over keys (N, h, Lk, d); allowed broadcasts to (N, h, Lq, Lk)."""
+    scores = query @ keys.transpose(-2, -1) / math.sqrt(query.shape[-1])  # (N, h, Lq, Lk)
+    scores = scores.masked_fill(~allowed, float("-inf"))
+    weights = torch.softmax(scores, dim=-1).nan_to_num(0.0)  # fully hidden rows: all zero
+    return weights @ values, weights  # (N, h, Lq, d), (N, h, Lq, Lk)
+
+
+class RotarySelfAttention(nn.Module):
+    """Multi-head causal self-attention with RoPE that can run step by step over a LayerCache."""
+
+    def __init__(self, d_model, n_heads):
+        super().__init__()
+        if d_model % n_heads or (d_model // n_heads) % 2:
+            raise ValueError(f"d_model={d_model} must split into n_heads={n_heads} even heads")
+        self.n_heads = n_heads
+        self.qkv = nn.Linear(d_model, 3 * d_model)
+        self.out = nn.Linear(d_model, d_model)
+
+    def forward(self, x, cache=None, key_mask=None):
+        """x (N, L_new, d_model) after the cached positions -> (N, L_new, d_model), weights.
+
+        key_mask (N, L_seen), True at real tokens, covers the cached positions and the new ones.
+        """
+        start = 0 if cache is None else cache.length  # position of x[:, 0]
+        q, k, v = (t.unflatten(-1, (self.n_heads, -1)).transpose(1, 2)
+                   for t in self.qkv(x).chunk(3, dim=-1))  # each (N, n_heads, L_new, d_head)
+        q, k = rotate(q, start=start), rotate(k, start=start)
+        if cache is not None:
+            k, v = cache.add(k, v)  # (N, n_heads, L_seen, d_head) each
+        rows = start + torch.arange(x.shape[1])[:, None]  # (L_new, 1): absolute positions
+        allowed = torch.arange(k.shape[2]) <= rows  # (L_new, L_seen): causal
+        if key_mask is not None:
+            allowed = allowed & key_mask[:, None, None, :]  # (N, 1, L_new, L_seen)
+        context, weights = masked_attention(q, k, v, allowed)
+        return self.out(context.transpose(1, 2).flatten(2)), weights  # (N, L_new, d_model)
+
+
+class Block(nn.Module):
+    """Pre-LN block: x + attention(LN(x)), then x + feed-forward(LN(x))."""
+
+    def __init__(self, d_model, n_heads, d_ff):
+        super().__init__()
+        self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.attention = RotarySelfAttention(d_model, n_heads)
+        self.feed_forward = nn.Sequential(
+            nn.Linear(d_model, d_ff), nn.GELU(), nn.Linear(d_ff, d_model)
+        )
+
+    def forward(self, x, cache=None, key_mask=None):
+        """(N, L_new, d_model) -> (N, L_new, d_model), attention weights (N, h, L_new, L_seen)."""
+        attended, weights = self.attention(self.norm1(x), cache, key_mask)
+        x = x + attended
+        return x + self.feed_forward(self.norm2(x)), weights
+
+
+class TinyGPT(nn.Module):
+    """Embedding, n_layers pre-LN RoPE blocks under a causal mask, final LayerNorm, linear head."""
+
+    def __init__(self, vocab_size, d_model=64, n_heads=4, n_layers=2, d_ff=256, max_length=512):
+        super().__init__()
+        self.vocab_size = validation.positive_int(vocab_size, "vocab_size")
+        self.max_length = validation.positive_int(max_length, "max_length")
+        self.embed = nn.Embedding(vocab_size, d_model)
+        self.blocks = nn.ModuleList(
+            Block(d_model, n_heads, d_ff)
+            for _ in range(validation.positive_int(n_layers, "n_layers"))
+        )
+        self.norm = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, vocab_size)
+
+    def empty_caches(self, batch) -> list[LayerCache]:
+        """One empty LayerCache per block for `batch` sequences of up to max_length tokens."""
+        attention = self.blocks[0].attention
+        d_head = self.embed.embedding_dim // attention.n_heads
+        dtype = self.embed.weight.dtype
+        return [LayerCache(batch, attention.n_heads, self.max_length, d_head, dtype)
+                for _ in self.blocks]
+
+    def run(self, tokens, caches=None, key_mask=None):
+        """Logits (N, L_new, n_vocab) of tokens (N, L_new), [weights (N, h, L_new, L_seen)]."""
+        seen = tokens.shape[1] + (0 if caches is None else caches[0].length)
+        if seen > self.max_length:
+            raise ValueError(f"{seen} positions exceed max_length={self.max_length}")
+        if key_mask is not None and tuple(key_mask.shape) != (len(tokens), seen):
+            raise ValueError(
+                f"key_mask must be (N, L_seen) = {(len(tokens), seen)}, the cached and the new "
+                f"positions, got {tuple(key_mask.shape)}"
+            )
+        x = self.embed(tokens)  # (N, L_new, d_model): RoPE adds nothing here
+        maps = []
+        for n, block in enumerate(self.blocks):
+            x, weights = block(x, None if caches is None else caches[n], key_mask)
+            maps.append(weights)
+        return self.head(self.norm(x)), maps
+
+    def forward(self, tokens, caches=None, key_mask=None):
+        """Next-token logits (N, L_new, n_vocab) of tokens (N, L_new) after the cached positions."""
+        return self.run(tokens, caches, key_mask)[0]
+
+
+def sequence_loss(model, windows) -> torch.Tensor:
+    """Mean cross-entropy of predicting windows[:, 1:] from windows[:, :-1], windows (N, L)."""
+    logits = model(windows[:, :-1])  # (N, L - 1, n_vocab)
+    return F.cross_entropy(logits.flatten(0, 1), windows[:, 1:].flatten())
+
+
+def evaluate(model, ids, batches=8, batch_size=32, length=65, seed=0) -> float:
+    """Mean loss over `batches` seeded random windows (N, length) of ids, without gradients."""
+    generator = torch.Generator().manual_seed(validation.seed(seed))
+    was_training = model.training
+    model.eval()
+    with torch.no_grad():
+        losses = [sequence_loss(model, text.random_windows(ids, batch_size, length, generator))
+                  for _ in range(validation.positive_int(batches, "batches"))]
+    model.train(was_training)
+    return float(torch.stack(losses).mean())
+
+
+def train_gpt(model, train_ids, steps, batch_size=32, length=65, lr=3e-3, seed=0,
+              checkpoints=(), on_checkpoint=None) -> tuple[list[float], float]:
+    """Adam with a one-cycle schedule on random windows (N, length): (losses, seconds).
+
+    `on_checkpoint(step, model)` is called after each step listed in `checkpoints` (0: before
+    training); its time is not counted in the seconds.
+    """
+    steps = validation.positive_int(steps, "steps")
+    generator = torch.Generator().manual_seed(validation.seed(seed))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
+    schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=lr, total_steps=steps)
+    losses, seconds = [], 0.0
+    if on_checkpoint is not None and 0 in checkpoints:
+        on_checkpoint(0, model)
+    model.train()
+    for step in range(1, steps + 1):
+        start = time.perf_counter()
+        loss = sequence_loss(model, text.random_windows(train_ids, batch_size, length, generator))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        schedule.step()
+        seconds += time.perf_counter() - start
+        losses.append(loss.item())
+        if on_checkpoint is not None and step in checkpoints:
+            on_checkpoint(step, model)
+            model.train()
+    return losses, seconds
+
+
+def sample_next(logits, temperature=1.0, top_k=None, generator=None) -> torch.Tensor:
+    """Next ids (N,) drawn from softmax(logits (N, n_vocab) / T) over the top_k; T = 0: greedy."""
+    if temperature == 0:
+        return logits.argmax(dim=-1)
+    scaled = logits / validation.positive_number(temperature, "temperature")  # (N, n_vocab)
+    if top_k is not None:
+        kth = scaled.topk(validation.positive_int(top_k, "top_k"), dim=-1).values[:, -1:]
+        scaled = scaled.masked_fill(scaled < kth, float("-inf"))  # (N, n_vocab): top_k stay
+    probabilities = torch.softmax(scaled, dim=-1)  # (N, n_vocab)
+    return torch.multinomial(probabilities, 1, generator=generator)[:, 0]
+
+
+def generate(model, prompt, n_new, temperature=1.0, top_k=None, seed=0, use_cache=True):
+    """prompt (N, P) and n_new ids drawn after it: (N, P + n_new), with or without a KV cache."""
+    generator = torch.Generator().manual_seed(validation.seed(seed))
+    was_training = model.training
+    model.eval()
+    tokens = prompt
+    with torch.no_grad():
+        caches = model.empty_caches(len(prompt)) if use_cache else None
+        logits = model(prompt, caches)[:, -1]  # (N, n_vocab)
+        for step in range(validation.seed(n_new, "n_new")):
+            new = sample_next(logits, temperature, top_k, generator)[:, None]  # (N, 1)
+            tokens = torch.cat([tokens, new], dim=1)
+            if step + 1 < n_new:  # the logits of the last token are never used
+                logits = (model(new, caches) if use_cache else model(tokens))[:, -1]
+    model.train(was_training)
+    return tokens
+
+
+def attention_maps(model, tokens) -> torch.Tensor:
+    """Weights (n_layers, N, n_heads, L, L) of the model on tokens (N, L)."""
+    with torch.no_grad():
+        return torch.stack(model.run(tokens)[1])
