@@ -202,7 +202,7 @@ def sample_next(logits, temperature=1.0, top_k=None, generator=None) -> torch.Te
     if top_k is not None:
         kth = scaled.topk(validation.positive_int(top_k, "top_k"), dim=-1).values[:, -1:]
         scaled = scaled.masked_fill(scaled < kth, float("-inf"))  # (N, n_vocab): top_k stay
-    probabilities = torch.softmax(scaled, dim=-1)  # (N, n_vocab)
+    probabilities = scaled.softmax(dim=-1)  # (N, n_vocab): -inf outside the top_k gives 0
     return torch.multinomial(probabilities, 1, generator=generator)[:, 0]
 
 
