@@ -57,3 +57,11 @@ def test_a_role_imports_only_the_roles_before_it(path):
 def test_utils_imports_nothing_from_course():
     for path in sorted((paths.ROOT / "utils").rglob("*.py")):
         assert not course_imports(path), f"utils/{path.name} imports from course/"
+
+
+@pytest.mark.parametrize("package", [*ROLES[:3], ROLES[4]])
+def test_each_package_says_what_it_owns_and_may_import(package):
+    init = paths.ROOT / "course" / package / "__init__.py"
+    assert init.exists(), f"course/{package}/ has no __init__.py"
+    docstring = ast.get_docstring(ast.parse(init.read_text())) or ""
+    assert "import" in docstring.lower(), f"course/{package}/__init__.py: say what it may import"
