@@ -48,7 +48,7 @@ class LayerCache:
 def masked_attention(query, keys, values, allowed):
     """Attention (N, h, Lq, d) over keys (N, h, Lk, d); allowed broadcasts to (N, h, Lq, Lk)."""
     scores = query @ keys.transpose(-2, -1) / math.sqrt(query.shape[-1])  # (N, h, Lq, Lk)
-    scores = scores.masked_fill(~allowed, float("-inf"))
+    scores = torch.where(allowed, scores, float("-inf"))  # hidden keys score -inf
     weights = torch.softmax(scores, dim=-1).nan_to_num(0.0)  # fully hidden rows: all zero
     return weights @ values, weights  # (N, h, Lq, d), (N, h, Lq, Lk)
 
@@ -61,8 +61,8 @@ class RotarySelfAttention(nn.Module):
         if d_model % n_heads or (d_model // n_heads) % 2:
             raise ValueError(f"d_model={d_model} must split into n_heads={n_heads} even heads")
         self.n_heads = n_heads
-        self.qkv = nn.Linear(d_model, 3 * d_model)
-        self.out = nn.Linear(d_model, d_model)
+        self.in_proj = nn.Linear(d_model, 3 * d_model)  # queries, keys and values at once
+        self.out_proj = nn.Linear(d_model, d_model)
 
     def forward(self, x, cache=None, key_mask=None):
         """x (N, L_new, d_model) after the cached positions -> (N, L_new, d_model), weights.
@@ -71,7 +71,7 @@ class RotarySelfAttention(nn.Module):
         """
         start = 0 if cache is None else cache.length  # position of x[:, 0]
         q, k, v = (t.unflatten(-1, (self.n_heads, -1)).transpose(1, 2)
-                   for t in self.qkv(x).chunk(3, dim=-1))  # each (N, n_heads, L_new, d_head)
+                   for t in self.in_proj(x).chunk(3, dim=-1))  # each (N, n_heads, L_new, d_head)
         q, k = rotate(q, start=start), rotate(k, start=start)
         if cache is not None:
             k, v = cache.add(k, v)  # (N, n_heads, L_seen, d_head) each
@@ -80,7 +80,7 @@ class RotarySelfAttention(nn.Module):
         if key_mask is not None:
             allowed = allowed & key_mask[:, None, None, :]  # (N, 1, L_new, L_seen)
         context, weights = masked_attention(q, k, v, allowed)
-        return self.out(context.transpose(1, 2).flatten(2)), weights  # (N, L_new, d_model)
+        return self.out_proj(context.transpose(1, 2).flatten(2)), weights  # (N, L_new, d_model)
 
 
 class Block(nn.Module):
