@@ -11,13 +11,13 @@ all-zero weights (05).
 from __future__ import annotations
 
 import math
-import time
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from utils import text, validation
+from utils.training import evaluating, one_cycle_steps
 from utils.transformer import rotate
 
 
@@ -155,12 +155,9 @@ def sequence_loss(model, windows) -> torch.Tensor:
 def evaluate(model, ids, batches=8, batch_size=32, length=65, seed=0) -> float:
     """Mean loss over `batches` seeded random windows (N, length) of ids, without gradients."""
     generator = torch.Generator().manual_seed(validation.seed(seed))
-    was_training = model.training
-    model.eval()
-    with torch.no_grad():
+    with evaluating(model):
         losses = [sequence_loss(model, text.random_windows(ids, batch_size, length, generator))
                   for _ in range(validation.positive_int(batches, "batches"))]
-    model.train(was_training)
     return float(torch.stack(losses).mean())
 
 
@@ -174,24 +171,17 @@ def train_gpt(model, train_ids, steps, batch_size=32, length=65, lr=3e-3, seed=0
     steps = validation.positive_int(steps, "steps")
     generator = torch.Generator().manual_seed(validation.seed(seed))
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
-    schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=lr, total_steps=steps)
-    losses, seconds = [], 0.0
     if on_checkpoint is not None and 0 in checkpoints:
         on_checkpoint(0, model)
-    model.train()
-    for step in range(1, steps + 1):
-        start = time.perf_counter()
-        loss = sequence_loss(model, text.random_windows(train_ids, batch_size, length, generator))
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        schedule.step()
-        seconds += time.perf_counter() - start
-        losses.append(loss.item())
+
+    def batch_loss():
+        return sequence_loss(model, text.random_windows(train_ids, batch_size, length, generator))
+
+    def after_step(step):
         if on_checkpoint is not None and step in checkpoints:
             on_checkpoint(step, model)
-            model.train()
-    return losses, seconds
+
+    return one_cycle_steps(model, batch_loss, optimizer, steps, lr, after_step)
 
 
 def sample_next(logits, temperature=1.0, top_k=None, generator=None) -> torch.Tensor:
@@ -209,10 +199,8 @@ def sample_next(logits, temperature=1.0, top_k=None, generator=None) -> torch.Te
 def generate(model, prompt, n_new, temperature=1.0, top_k=None, seed=0, use_cache=True):
     """prompt (N, P) and n_new ids drawn after it: (N, P + n_new), with or without a KV cache."""
     generator = torch.Generator().manual_seed(validation.seed(seed))
-    was_training = model.training
-    model.eval()
     tokens = prompt
-    with torch.no_grad():
+    with evaluating(model):
         caches = model.empty_caches(len(prompt)) if use_cache else None
         logits = model(prompt, caches)[:, -1]  # (N, n_vocab)
         for step in range(validation.seed(n_new, "n_new")):
@@ -220,7 +208,6 @@ def generate(model, prompt, n_new, temperature=1.0, top_k=None, seed=0, use_cach
             tokens = torch.cat([tokens, new], dim=1)
             if step + 1 < n_new:  # the logits of the last token are never used
                 logits = (model(new, caches) if use_cache else model(tokens))[:, -1]
-    model.train(was_training)
     return tokens
 
 

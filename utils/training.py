@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -163,6 +164,44 @@ def _forked_seed(seed: int):
 def seeded(seed):
     """Context manager: seed torch's RNG inside the block and restore its state afterwards."""
     return _forked_seed(validation.seed(seed))
+
+
+@contextmanager
+def evaluating(model):
+    """Run the block with model in eval mode and without gradients, then restore its mode."""
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            yield
+    finally:
+        model.train(was_training)
+
+
+def one_cycle_steps(
+    model, batch_loss: Callable[[], torch.Tensor], optimizer, steps, lr, after_step=None
+) -> tuple[list[float], float]:
+    """Take `steps` steps on batch_loss() under a one-cycle schedule: (losses, seconds).
+
+    after_step(step), if given, runs after each step (from 1) and leaves the model in training
+    mode; its time is not counted in the seconds.
+    """
+    schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=lr, total_steps=steps)
+    losses, seconds = [], 0.0
+    model.train()
+    for step in range(1, steps + 1):
+        start = time.perf_counter()
+        loss = batch_loss()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        schedule.step()
+        seconds += time.perf_counter() - start
+        losses.append(loss.item())
+        if after_step is not None:
+            after_step(step)
+            model.train()
+    return losses, seconds
 
 
 def count_parameters(model, trainable_only=True) -> int:

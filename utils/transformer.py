@@ -13,13 +13,12 @@ mask. Its position information is chosen by the caller: none, a learned table, a
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import torch
 from torch import nn
 
 from utils import validation
+from utils.training import evaluating, one_cycle_steps
 
 DIGITS = 10
 SEPARATOR = 10  # the token between the digits and their reversal
@@ -182,11 +181,8 @@ def reversal_accuracy(model, tokens) -> tuple[float, float]:
     all right, so the exact-match rate is that of greedy generation.
     """
     length = (tokens.shape[1] - 1) // 2
-    was_training = model.training
-    model.eval()
-    with torch.no_grad():
+    with evaluating(model):
         predicted = reversal_logits(model, tokens).argmax(dim=-1)  # (N, length)
-    model.train(was_training)
     correct = predicted == tokens[:, length + 1 :]  # (N, length)
     return correct.all(dim=1).float().mean().item(), correct.float().mean().item()
 
@@ -197,19 +193,12 @@ def train_reversal(model, train_tokens, steps=250, batch_size=128, lr=3e-3, seed
     batch_size = validation.positive_int(batch_size, "batch_size")
     generator = torch.Generator().manual_seed(validation.seed(seed))
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-    schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=lr, total_steps=steps)
     loss_fn = nn.CrossEntropyLoss()
     length = (train_tokens.shape[1] - 1) // 2
-    losses = []
-    model.train()
-    start = time.perf_counter()
-    for _ in range(steps):
+
+    def batch_loss():
         batch = train_tokens[torch.randint(len(train_tokens), (batch_size,), generator=generator)]
         logits = reversal_logits(model, batch)  # (B, length, V)
-        loss = loss_fn(logits.reshape(-1, VOCAB_SIZE), batch[:, length + 1 :].reshape(-1))
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        schedule.step()
-        losses.append(loss.item())
-    return losses, time.perf_counter() - start
+        return loss_fn(logits.reshape(-1, VOCAB_SIZE), batch[:, length + 1 :].reshape(-1))
+
+    return one_cycle_steps(model, batch_loss, optimizer, steps, lr)

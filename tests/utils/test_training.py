@@ -10,7 +10,9 @@ from utils.training import (
     History,
     count_parameters,
     evaluate,
+    evaluating,
     fit,
+    one_cycle_steps,
     predict,
     predict_with_weights,
     seeded,
@@ -258,3 +260,31 @@ def test_other_functions_reject_bad_arguments():
         seeded(-2)
     with pytest.raises(ValueError, match="model must be a torch.nn.Module"):
         count_parameters([torch.ones(3)])
+
+
+def test_evaluating_switches_to_eval_without_gradients_and_restores_the_mode():
+    model = new_linear().train()
+    with evaluating(model):
+        assert not model.training and not torch.is_grad_enabled()
+    assert model.training and torch.is_grad_enabled()
+    with pytest.raises(RuntimeError), evaluating(model.eval()):
+        raise RuntimeError("a failure inside")
+    assert not model.training
+
+
+def test_one_cycle_steps_lowers_the_loss_and_calls_after_step_in_training_mode():
+    torch.manual_seed(0)
+    model, x = new_linear(), torch.randn(32, 3)
+    y = x @ torch.tensor([[1.0], [-2.0], [0.5]])
+    calls = []
+
+    def after_step(step):
+        calls.append(step)
+        model.eval()  # a checkpoint may evaluate; the next step trains again
+
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.1)
+    losses, seconds = one_cycle_steps(
+        model, lambda: ((model(x) - y) ** 2).mean(), optimizer, 40, 0.1, after_step
+    )
+    assert len(losses) == 40 and calls == list(range(1, 41)) and seconds > 0
+    assert losses[-1] < 0.1 * losses[0] and model.training
