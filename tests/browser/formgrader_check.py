@@ -10,20 +10,9 @@ Screenshots go to `browser-screenshots/` (ignored by git).
 
 import re
 
+from local_servers import SCREENSHOTS, launch_chromium
 from playwright.sync_api import expect, sync_playwright
 
-from course.build import paths
-
-CHROMIUM = "/usr/bin/chromium"
-FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-SCREENSHOTS = paths.ROOT / "browser-screenshots"
 TIMEOUT = 60_000
 
 
@@ -72,7 +61,7 @@ def check_formgrader(hub_url, user, password, assignment, student):
     """Run the whole check as `user`; returns (the lab's row, the submissions table)."""
     SCREENSHOTS.mkdir(exist_ok=True)
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        browser = launch_chromium(playwright)
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 800})
             log_in(page, hub_url, user, password)

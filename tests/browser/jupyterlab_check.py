@@ -6,11 +6,9 @@ It needs Chromium (Debian's `chromium` package; `.ci/run` installs it) and is no
 `make test`. Screenshots go to `browser-screenshots/` (ignored by git).
 """
 
-import os
 import re
 import secrets
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -18,14 +16,13 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from local_servers import CHROMIUM, SCREENSHOTS, free_port, launch_chromium
 from playwright.sync_api import expect, sync_playwright
 
 from course.build import paths
 from course.build.nbgrader_run import nbgrader_environment
 from course.build.submissions import scratch_course
 
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-SCREENSHOTS = paths.ROOT / "browser-screenshots"
 LAB = "01_softmax"
 WRONG_SOFTMAX = "def softmax(scores, dim=-1):\n    e = scores.exp()\n    return e / e.sum()\n"
 MESSAGE = "do not sum to 1 along dim=-1"
@@ -33,13 +30,6 @@ FIRST_LINES = 3
 LAB_NOTEBOOK = f"release/{LAB}/{paths.lab_filename(LAB)}"
 LECTURE = "01_softmax.ipynb"
 CONTROL_CALL = "interactive.show("
-
-
-def free_port():
-    """A TCP port nobody listens on."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +76,7 @@ def browser():
     if not Path(CHROMIUM).exists():
         pytest.fail(f"no Chromium at {CHROMIUM}: apt-get install chromium, or set CHROMIUM")
     with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        chromium = launch_chromium(playwright)
         yield chromium
         chromium.close()
 

@@ -12,7 +12,6 @@ import pwd
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -21,6 +20,7 @@ from pathlib import Path
 
 import psutil
 import requests
+from local_servers import free_port
 
 from course.build import paths
 
@@ -32,13 +32,6 @@ GROUP = "attn-students"
 SERVICE = "course-test"
 COURSE_FILES = ["nbgrader_config.py", "source", "release", "course", "utils"]
 PYTHON = Path(sys.executable)
-
-
-def free_port():
-    """A TCP port nobody listens on."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def exists(user):

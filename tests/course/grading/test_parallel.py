@@ -14,8 +14,8 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
+import psutil
 import pytest
 from catalogue import mistakes
 
@@ -163,21 +163,8 @@ def wait_for_a_graded_notebook(root, process, seconds=300):
 
 
 def descendants(pid):
-    """The ids of every living process below `pid` (workers, zygotes and kernels)."""
-    children = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:  # the process ended while we looked
-            continue
-        if fields[0] != "Z":
-            children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
-    found, stack = set(), [pid]
-    while stack:
-        for child in children.get(stack.pop(), []):
-            found.add(child)
-            stack.append(child)
-    return found
+    """The ids of every process below `pid` (workers, zygotes and kernels)."""
+    return {child.pid for child in psutil.Process(pid).children(recursive=True)}
 
 
 def still_running(pids, seconds=15):
@@ -193,8 +180,8 @@ def still_running(pids, seconds=15):
 def is_running(pid):
     """True if process `pid` exists and is not a zombie."""
     try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
         return False
 
 
