@@ -1,175 +1,106 @@
-"""Start autograding kernels by forking a process that has already imported PyTorch.
-
-Autograding a submission starts a fresh kernel, and most of its cost is importing torch
-(about 1.5 s) and ipykernel, then the modules torch loads at the first training step (0.8 s).
-Here a *zygote* process imports them and takes one tiny step once per nbgrader run; each
-kernel is a fork of it, so each submission still gets its own process, memory and globals (a
-student's changes cannot reach another student's kernel), but the imports are already done.
+"""Start autograding kernels as forks of the zygote (`course.grading.zygote`).
 
 Each forked kernel enters an OS sandbox of its own (`course.grading.sandbox`) before it runs any
 student code, and talks to the grader over Unix sockets (jupyter_client's `ipc` transport): it
-has no network at all. The zygote itself runs no student code.
+has no network at all.
 
-nbgrader uses it through `ForkingExecute`, named in `nbgrader_config.py`. Without a sandbox
-(``c.ForkingExecute.sandbox = False``, or COURSE_UNSANDBOXED=1 in the environment) kernels run
-as the grading user; ``c.ForkingExecute.fork = False`` also starts them the ordinary way.
+nbgrader uses it through `ForkingExecute`, named in `nbgrader_config.py`. The workers of `make
+autograde` share one zygote, named by COURSE_KERNEL_ZYGOTE (`course.grading.pool`); any other
+nbgrader process starts a zygote of its own. Without a sandbox (``c.ForkingExecute.sandbox =
+False``, or COURSE_UNSANDBOXED=1 in the environment) kernels run as the grading user;
+``c.ForkingExecute.fork = False`` also starts them the ordinary way.
 """
 
 import atexit
 import json
 import os
+import select
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from queue import Empty
 
 import zmq
 import zmq.asyncio
+from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.manager import AsyncKernelManager
 from jupyter_client.provisioning import LocalProvisioner
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, default
 
-from course.build import paths
-from course.grading import sandbox
+from course.grading import sandbox, zygote
 
-PRELOAD = [
-    "numpy",
-    "torch",
-    "matplotlib",
-    "ipykernel.kernelapp",
-    "utils.data",
-    "utils.grading",
-    "utils.plots",
-    "utils.training",
-]
 # A larger message from a kernel is dropped by ZeroMQ before anything parses it: the request
 # that waited for it runs out of time, and the grader's memory stays bounded.
 MAX_MESSAGE_BYTES = 64 * 2**20
-_zygote = None
+KILL_WAIT_SECONDS = 1
+IOPUB_JOIN_SECONDS = 0.02
+RECONNECT_MILLISECONDS = 10
+_link = None
 
 
-def zygote_main():
-    """Import the heavy modules, then fork one kernel per request read from stdin."""
-    import importlib
+class ZygoteLink:
+    """A connection to a zygote, and the zygote's process when it is this process's own."""
 
-    for module in PRELOAD:
-        importlib.import_module(module)
-    warm_up()
-    signal.signal(signal.SIGCHLD, lambda *_: _reap())
-    for line in sys.stdin:
-        request = json.loads(line)
-        read, write = os.pipe()
-        if os.fork() == 0:
-            os.close(read)
-            _start_kernel(request, write)
-        os.close(write)
-        with os.fdopen(read) as answer:  # one line; the kernel keeps the pipe open a moment
-            line = answer.readline().strip()
-        print(line or json.dumps({"error": "the kernel did not start"}), flush=True)
+    def __init__(self, connection, process=None):
+        self.connection, self.process = connection, process
+        self.answers = connection.makefile("r", encoding="utf-8")
 
+    def alive(self):
+        """False once this process's own zygote has exited."""
+        return self.process is None or self.process.poll() is None
 
-def warm_up():
-    """One tiny training step: its first run loads about 800 modules lazily (0.8 s), once here."""
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # no OpenMP thread pool is started before the forks
-    try:
-        model = torch.nn.GRU(2, 2, batch_first=True)
-        optimizer = torch.optim.Adam(model.parameters())
-        output, _ = model(torch.zeros(1, 2, 2))  # (1, 2, 2)
-        output.sum().backward()
-        optimizer.step()
-    finally:
-        torch.set_num_threads(threads)
+    def fork(self, request):
+        """Ask for a kernel; the answer, {"pid"} or {"error"}."""
+        try:
+            self.connection.sendall(json.dumps(request).encode() + b"\n")
+            line = self.answers.readline()
+        except OSError:
+            line = ""
+        return json.loads(line or '{"error": "the zygote has exited"}')
 
 
-def _start_kernel(request, report_fd):
-    """In the forked child: enter the sandbox if asked, report the kernel's pid, run it."""
-
-    def report(pid):
-        os.write(report_fd, json.dumps({"pid": pid}).encode() + b"\n")
-        os.close(report_fd)
-
-    try:
-        if request.get("ipc_dir"):
-            sandbox.enter(request["cwd"], request["ipc_dir"], report=report)
+def zygote_link():
+    """The link to the zygote: the shared one named by COURSE_KERNEL_ZYGOTE, else one of ours."""
+    global _link
+    if _link is None or not _link.alive():
+        address = os.environ.get(zygote.ADDRESS_VARIABLE)
+        if address:
+            connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            connection.connect(address)
+            _link = ZygoteLink(connection)
         else:
-            report(os.getpid())
-    except BaseException as error:  # noqa: BLE001 - the grader is told why, then this child ends
-        if os.getpid() != 1:  # process 1 of a sandbox: its pid was reported, it just dies
-            reason = json.dumps({"error": f"cannot sandbox the kernel: {error}"})
-            os.write(report_fd, reason.encode() + b"\n")
-        os._exit(1)
-    _become_kernel(request)
-
-
-def _reap():
-    """Collect the exit status of every finished kernel, so none lingers as a zombie."""
-    try:
-        while os.waitpid(-1, os.WNOHANG)[0] > 0:
-            pass
-    except ChildProcessError:
-        pass
-
-
-def _become_kernel(request):
-    """In the forked child: take the kernel's environment and run ipykernel; never return."""
-    os.setsid()  # its own process group, as the kernel manager expects
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    sandboxed = bool(request.get("ipc_dir"))
-    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
-    if sandboxed:  # nothing of the kernel reaches the grader's terminal
-        os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
-        os.dup2(1, 2)
-        os.closerange(3, 65536)
-    else:
-        os.dup2(2, 1)  # the zygote's stdout is its channel to nbgrader: keep the kernel off it
-        os.chdir(request["cwd"])
-    os.environ.clear()
-    os.environ.update(request["env"])
-    from ipykernel import kernelapp
-
-    # The kernel exits when its parent, the zygote, is gone (e.g. after nbgrader was killed).
-    argv = [*request["argv"][1:], f"--IPKernelApp.parent_handle={os.getppid()}"]
-    code = 0
-    try:
-        sys.argv = [request["argv"][0], *argv]
-        kernelapp.launch_new_instance(argv=argv)
-    except SystemExit as stop:
-        code = stop.code if isinstance(stop.code, int) else 0
-    finally:
-        os._exit(code)
-
-
-def zygote():
-    """The zygote of this process, started on first use and stopped at exit."""
-    global _zygote
-    if _zygote is None or _zygote.poll() is not None:
-        # The zygote's memory is every kernel's: it gets no secret of the instructor's environment.
-        environment = sandbox.sandbox_environment(os.environ, home=tempfile.gettempdir())
-        environment["PYTHONPATH"] = str(paths.ROOT)
-        _zygote = subprocess.Popen(
-            [sys.executable, "-m", "course.grading.fastkernel"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            cwd=tempfile.gettempdir(),
-            env=environment,
-        )
-        atexit.register(_zygote.kill)
-    return _zygote
+            ours, theirs = socket.socketpair()
+            process = zygote.start(theirs)
+            theirs.close()
+            atexit.register(process.kill)
+            _link = ZygoteLink(ours, process)
+    return _link
 
 
 def bounded_context(context_class=zmq.Context):
     """A ZeroMQ context whose sockets drop any message larger than MAX_MESSAGE_BYTES."""
     context = context_class()
     context.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_BYTES)
+    context.setsockopt(zmq.RECONNECT_IVL, RECONNECT_MILLISECONDS)
     return context
+
+
+def exited(pid, timeout=None):
+    """True once process `pid` has exited (a zombie has), waiting up to `timeout` seconds."""
+    try:
+        pidfd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    try:
+        return bool(select.select([pidfd], [], [], timeout)[0])  # readable once it has exited
+    finally:
+        os.close(pidfd)
 
 
 class ForkedProcess:
@@ -183,22 +114,15 @@ class ForkedProcess:
 
     def poll(self):
         """None while the kernel runs, then its (unknown, so 0) exit code."""
-        state = Path(f"/proc/{self.pid}/stat")
-        try:
-            alive = state.read_text().split(")")[-1].split()[0] != "Z"
-        except OSError:
-            alive = False
-        if not alive:
+        if self.returncode is None and exited(self.pid, 0):
             self.returncode = 0
         return self.returncode
 
     def wait(self, timeout=None):
         """Block until the kernel has exited."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while self.poll() is None:
-            if deadline is not None and time.monotonic() > deadline:
-                raise subprocess.TimeoutExpired(str(self.pid), timeout)
-            time.sleep(0.05)
+        if self.returncode is None and not exited(self.pid, timeout):
+            raise subprocess.TimeoutExpired(str(self.pid), timeout)
+        self.returncode = 0
         return self.returncode
 
     def send_signal(self, signum):
@@ -230,10 +154,7 @@ class ForkProvisioner(LocalProvisioner):
             "env": sandbox.sandbox_environment(environment) if ipc_dir else environment,
             "ipc_dir": ipc_dir,
         }
-        process = zygote()
-        process.stdin.write(json.dumps(request) + "\n")
-        process.stdin.flush()
-        answer = json.loads(process.stdout.readline() or '{"error": "the zygote has exited"}')
+        answer = zygote_link().fork(request)
         if "error" in answer:
             raise sandbox.SandboxError(answer["error"])
         pid = answer["pid"]
@@ -242,6 +163,40 @@ class ForkProvisioner(LocalProvisioner):
         self.cwd = request["cwd"]
         return self.connection_info
 
+    async def kill(self, restart=False):
+        """Kill the kernel and see it gone, so the manager need not poll for it."""
+        await super().kill(restart=restart)
+        if self.process is not None:
+            exited(self.process.pid, KILL_WAIT_SECONDS)
+
+
+class BoundedKernelClient(AsyncKernelClient):
+    """nbclient's client: drops oversized messages; ready when the kernel answers, not 0.2 s on."""
+
+    @default("context")
+    def _context_default(self):
+        """A context of its own (destroyed with the client) whose sockets drop large messages."""
+        self._created_context = True
+        return bounded_context(zmq.asyncio.Context)
+
+    async def wait_for_ready(self, timeout=None):
+        """Return once the kernel answers kernel_info on shell and publishes on IOPub."""
+        deadline = time.monotonic() + (float("inf") if timeout is None else timeout)
+        while True:
+            self.kernel_info()
+            try:
+                reply = await self.shell_channel.get_msg(timeout=1)
+                if reply["msg_type"] == "kernel_info_reply":
+                    await self.iopub_channel.get_msg(timeout=IOPUB_JOIN_SECONDS)  # IOPub joined
+                    self._handle_kernel_info_reply(reply)
+                    return
+            except Empty:
+                pass
+            if not await self._async_is_alive():
+                raise RuntimeError("Kernel died before replying to kernel_info")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"Kernel didn't respond in {timeout:g} seconds")
+
 
 class ForkingKernelManager(AsyncKernelManager):
     """A kernel manager whose kernels are forks of the zygote, each in a sandbox of its own."""
@@ -249,9 +204,14 @@ class ForkingKernelManager(AsyncKernelManager):
     sandbox = Bool(True, help="Run each kernel in an OS sandbox (course.grading.sandbox)")
     ipc_dir = None
 
+    @default("client_factory")
+    def _client_factory_default(self):
+        """Clients whose sockets drop oversized messages, ready as soon as the kernel answers."""
+        return BoundedKernelClient
+
     @default("context")
     def _context_default(self):
-        """Sockets that drop oversized messages, for every client of this kernel."""
+        """Sockets that drop oversized messages (the manager's own; clients have theirs)."""
         self._created_context = True
         return bounded_context(zmq.asyncio.Context)
 
@@ -285,6 +245,11 @@ class ForkingExecute(Execute):
     fork = Bool(True, help="Fork kernels from a process that has imported torch").tag(config=True)
     sandbox = Bool(help="Run each student's kernel in an OS sandbox of its own").tag(config=True)
 
+    @default("shutdown_kernel")
+    def _shutdown_kernel_default(self):
+        """Kill the kernel when the notebook is done: every output has arrived by then."""
+        return "immediate"
+
     @default("sandbox")
     def _sandbox_default(self):
         """Sandboxed unless COURSE_UNSANDBOXED=1 (`make autograde UNSANDBOXED=1`)."""
@@ -303,7 +268,3 @@ class ForkingExecute(Execute):
         if isinstance(km, ForkingKernelManager):
             km.sandbox = self.sandbox
         return km
-
-
-if __name__ == "__main__":
-    zygote_main()

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from jupyter_client.blocking import BlockingKernelClient
 from jupyter_core.utils import run_sync
-from nbclient.exceptions import DeadKernelError
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat.v4 import new_output
 
 from course.build.notebooks import HIDDEN_TESTS, is_test, nbgrader_meta
@@ -81,6 +81,10 @@ SAFE_EXCEPTIONS = {
         ZeroDivisionError,
     )
 }
+IOPUB_LOST = "Timeout waiting for IOPub output"  # nbclient's words
+DROPPED_OUTPUT = (
+    "The autograder dropped an output of this cell: one message was larger than 64 MiB.\n"
+)
 INTERRUPT_GRACE_SECONDS = 5
 POLL_SECONDS = 0.05
 IOPUB_ATTEMPTS = 100
@@ -452,9 +456,20 @@ class JudgeExecute(ForkingExecute):
             )
             self.restart_kernel()
             return cell
+        except CellTimeoutError as error:  # the reply came, but not the end of the outputs
+            if IOPUB_LOST not in str(error):
+                raise
+            self.reopen_iopub()
+            cell.outputs.append(new_output("stream", name="stderr", text=DROPPED_OUTPUT))
         if not any(output.output_type == "error" for output in cell.outputs):
             self.replay.append((cell.source, locked))
         return cell
+
+    def reopen_iopub(self):
+        """A new IOPub socket for nbclient: ZeroMQ does not reconnect one that dropped a message."""
+        self.kc.iopub_channel.stop()
+        self.kc._iopub_channel = None  # the client makes a new channel on its next use
+        self.kc.iopub_channel.start()
 
     def run_here(self, source, grade_id):
         """Execute a locked (instructor) cell in the grader too, for its names and helpers."""

@@ -1,10 +1,12 @@
 """Autograde a class on several cores: worker processes that each grade one submission at a time.
 
-Each worker (`course.grading.worker`) is a long-lived nbgrader with its own kernel zygote; the
-pool hands the next student to whichever worker is free, so a slow, hanging or crashing
-submission holds up only its own worker. A worker that dies, or takes longer than the limit on
-one submission, is killed with its kernels and replaced; that submission is reported not graded
-and its unfinished folder is graded again by the next run (`instructor.discard_unfinished`).
+Each worker (`course.grading.worker`) is a long-lived nbgrader; the pool hands the next student
+to whichever worker is free, so a slow, hanging or crashing submission holds up only its own
+worker. The workers share one kernel zygote (`course.grading.zygote`), started with them, which
+forks every worker's sandboxed kernels. A worker that dies, or takes longer than the limit on one
+submission, is killed and replaced (the zygote kills the kernels forked for it); that submission
+is reported not graded and its unfinished folder is graded again by the next run
+(`instructor.discard_unfinished`).
 """
 
 import json
@@ -20,6 +22,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from course.build.nbgrader_run import nbgrader_environment
+from course.grading import zygote
 
 # A submission still being graded after this long is stopped (each test already has its own
 # limit, c.Execute.timeout: this catches a grader that is stuck outside any test).
@@ -80,7 +83,7 @@ class Worker:
             text=True,
             cwd=root,
             env={**nbgrader_environment(), **environment},
-            start_new_session=True,  # its own process group: stopped whole, zygote included
+            start_new_session=True,  # its own process group: stopped whole
         )
         self.student = None
         self.started = 0.0
@@ -115,7 +118,7 @@ class Worker:
         return Outcome(self.student, False, "\n".join(lines), reason)
 
     def stop(self):
-        """Kill the worker, its zygote and its kernels."""
+        """Kill the worker (the zygote then kills its kernels)."""
         try:
             os.killpg(self.process.pid, signal.SIGKILL)
         except ProcessLookupError:
@@ -170,21 +173,28 @@ def grade_class(
 ):
     """Autograde `students` on `jobs` workers (None: every core); return {student: Outcome}."""
     jobs = min(checked_jobs(jobs), len(students))
-    queue, outcomes = deque(students), {}
     progress = progress or Progress(assignment, len(students))
-    workers = [Worker(assignment, root, environment or {}) for _ in range(jobs)]
-    try:
-        while len(outcomes) < len(students):
+    with zygote.shared() as address:
+        environment = {**(environment or {}), **address}
+        workers = [Worker(assignment, root, environment) for _ in range(jobs)]
+        try:
+            return hand_out(students, workers, (assignment, root, environment, limit), progress)
+        finally:
+            progress.close()
             for worker in workers:
-                if worker.student is None and queue:
-                    worker.give(queue.popleft())
-            for outcome in collect(workers, assignment, root, environment or {}, limit):
-                outcomes[outcome.student] = outcome
-            progress.update(len(outcomes), sum(not o.success for o in outcomes.values()))
-    finally:
-        progress.close()
+                worker.stop()
+
+
+def hand_out(students, workers, setting, progress):
+    """Give each student to the next free worker until all are graded; {student: Outcome}."""
+    queue, outcomes = deque(students), {}
+    while len(outcomes) < len(students):
         for worker in workers:
-            worker.stop()
+            if worker.student is None and queue:
+                worker.give(queue.popleft())
+        for outcome in collect(workers, *setting):
+            outcomes[outcome.student] = outcome
+        progress.update(len(outcomes), sum(not o.success for o in outcomes.values()))
     return outcomes
 
 

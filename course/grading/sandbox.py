@@ -1,7 +1,7 @@
 """An OS sandbox of its own for each student's kernel: Linux namespaces, entered after a fork.
 
-The zygote (`course.grading.fastkernel`) has imported torch once; for each kernel it forks a
-child that calls `enter`. The child unshares a mount, PID, network, IPC and UTS namespace, forks
+The zygote (`course.grading.zygote`) has imported torch once; for each kernel it forks a child
+that calls `enter`. The child unshares a mount, PID, network, IPC and UTS namespace, forks
 the kernel as process 1 of its new PID namespace, and reports that process's id. The kernel then:
 
 * sees a root of its own: Python, the installed packages and `utils` read-only, a private copy of
@@ -306,7 +306,7 @@ def probe(timeout=20):
     """(True, "") when this machine can sandbox a kernel, else (False, the reason)."""
     if not sys.platform.startswith("linux"):
         return False, f"the sandbox needs Linux namespaces, and this is {sys.platform}"
-    command = [sys.executable, "-m", "course.grading.sandbox"]
+    command = [sys.executable, "-P", "-m", "course.grading.sandbox"]  # -P: not the cwd's modules
     environment = {**os.environ, "PYTHONPATH": str(paths.ROOT)}  # from any working directory
     try:
         result = subprocess.run(

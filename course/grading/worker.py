@@ -2,9 +2,9 @@
 
 It reads student ids on stdin, one a line, autogrades each with nbgrader's own API (the same
 `Autograde` converter as `nbgrader autograde`, configured by nbgrader_config.py) and answers each
-with one JSON line on stdout: {"student", "success", "log", "error"}. Its kernels are forked from
-a zygote of its own (`course.grading.fastkernel`), so each worker has its own sandboxed kernels.
-It dies with the process that started it.
+with one JSON line on stdout: {"student", "success", "log", "error"}. Its kernels, each in a
+sandbox of its own, are forked by the zygote that COURSE_KERNEL_ZYGOTE names
+(`course.grading.zygote`). It dies with the process that started it.
 """
 
 import ctypes
@@ -13,10 +13,7 @@ import os
 import signal
 import sys
 
-from nbgrader.apps import NbGraderAPI
-from nbgrader.apps.nbgraderapp import NbGraderApp
-
-from course.build import gradebook_db
+from course.grading import zygote
 
 PR_SET_PDEATHSIG = 1
 
@@ -31,6 +28,12 @@ def die_with_parent():
 
 def nbgrader_api():
     """nbgrader's API, configured from the current folder as `nbgrader autograde` would be."""
+    zygote.skip_slow_unused_imports()  # before nbgrader imports nbformat
+    from nbgrader.apps import NbGraderAPI
+    from nbgrader.apps.nbgraderapp import NbGraderApp
+
+    from course.build import gradebook_db
+
     app = NbGraderApp()
     app.initialize([])
     api = NbGraderAPI(config=app.config)

@@ -15,18 +15,21 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import zipfile
 from pathlib import Path
 
 import pytest
+import zmq
 from catalogue import mistakes
 from nbgrader.api import Gradebook
 
 from course.build import notebooks, paths
 from course.build.nbgrader_run import nbgrader_environment
 from course.build.submissions import cell_scores, fill, scratch_course, solution_cells, submit
-from course.grading import sandbox
+from course.grading import sandbox, zygote
+from course.grading.fastkernel import MAX_MESSAGE_BYTES, ForkingKernelManager
 
 LAB = "01_softmax"
 NOTEBOOK = paths.lab_filename(LAB)
@@ -658,10 +661,13 @@ for folder in ("/tmp", os.path.expanduser("~"), "."):
     except OSError as error:
         print("disk refused in", folder, "after", written, "MiB:", type(error).__name__)
 """
+# A module planted where another user can write (/tmp), named like one the grader imports.
+PLANTED = "open({marker!r}, 'w').close()\nraise ImportError('planted')\n"
 HUGE_REPLY = """
 def softmax(scores, dim=-1):
     return torch.zeros(60_000_000)
 """
+PRINTS_OVER_64_MIB = 'print("x" * 80_000_000)\n' + WRONG_SOFTMAX
 UNINTERRUPTIBLE = """
 import time
 
@@ -757,6 +763,7 @@ def attacked(tmp_path_factory):
         return {
             **attacks,
             "huge_reply": answered(HUGE_REPLY),
+            "prints_over_64_mib": answered(PRINTS_OVER_64_MIB),
             "uninterruptible": answered(UNINTERRUPTIBLE),
             "honest": answered(answers["softmax"]),
         }
@@ -779,7 +786,10 @@ def test_sandbox_can_be_made_here():
     assert sandbox.probe() == (True, "")
 
 
-@pytest.mark.parametrize("student", [*SANDBOX_ATTACKS, "huge_reply", "uninterruptible"])
+ATTACKS_ON_THE_GRADER = ["huge_reply", "prints_over_64_mib", "uninterruptible"]
+
+
+@pytest.mark.parametrize("student", [*SANDBOX_ATTACKS, *ATTACKS_ON_THE_GRADER])
 def test_an_attack_on_the_machine_earns_nothing(attacked, student):
     assert sum(cell_scores(attacked["root"], LAB, "honest").values()) == 8
     cells = cell_scores(attacked["root"], LAB, student)
@@ -898,3 +908,31 @@ def test_an_unsandboxed_run_says_so_on_every_summary_line(tmp_path):
     lines = result.stdout.splitlines()
     assert lines and all(line.startswith("UNSANDBOXED: ") for line in lines), lines
     assert sum(cell_scores(root, LAB, "honest").values()) == 8
+
+
+def test_an_output_over_64_mib_is_dropped_before_the_grader_reads_it(attacked):
+    output = autograded_output(attacked, "prints_over_64_mib")
+    assert "x" * 1000 not in output
+    assert "one message was larger than 64 MiB" in output
+    client = ForkingKernelManager().client()
+    assert client.context.getsockopt(zmq.MAXMSGSIZE) == MAX_MESSAGE_BYTES
+
+
+def test_a_module_planted_in_the_shared_tmp_never_runs_in_the_zygote(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the zygote's working folder
+    planted = tmp_path / "pdb.py"  # a module the zygote imports
+    planted.write_text(PLANTED.format(marker=str(tmp_path / "ran")))
+    ours, theirs = socket.socketpair()
+    process = zygote.start(theirs)
+    theirs.close()
+    ours.close()  # the zygote imports every module, then ends
+    assert process.wait(120) == 0
+    process.stdin.close()
+    assert not (tmp_path / "ran").exists()
+
+
+def test_a_module_planted_in_the_working_folder_never_runs_in_the_probe(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "resource.py").write_text(PLANTED.format(marker=str(tmp_path / "ran")))
+    assert sandbox.probe() == (True, "")
+    assert not (tmp_path / "ran").exists()

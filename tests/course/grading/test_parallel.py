@@ -167,6 +167,12 @@ def descendants(pid):
     return {child.pid for child in psutil.Process(pid).children(recursive=True)}
 
 
+def started_modules(pid):
+    """The `python -m` module of each process that process `pid` started, sorted."""
+    commands = [child.cmdline() for child in psutil.Process(pid).children()]
+    return sorted(command[command.index("-m") + 1] for command in commands if "-m" in command)
+
+
 def still_running(pids, seconds=15):
     """Those of `pids` still running (not zombies) after waiting up to `seconds` for them to end."""
     deadline = time.monotonic() + seconds
@@ -194,6 +200,7 @@ def test_a_run_stopped_midway_then_rerun_gives_every_grade_once(
     wait_for_a_graded_notebook(root, process)
     below = descendants(process.pid)
     assert below, "no worker was running"
+    assert started_modules(process.pid) == ["course.grading.worker"] * 2 + ["course.grading.zygote"]
     # Ctrl-C on a terminal sends SIGINT to the command's process group (make and the instructor).
     os.killpg(process.pid, signal.SIGKILL if stop == "SIGKILL" else signal.SIGINT)
     out, _ = process.communicate(timeout=60)

@@ -1,0 +1,122 @@
+"""The kernel zygote: forks kernels for each connection, kills them when it closes, ends cleanly."""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from course.grading import fastkernel, zygote
+
+
+def kernel_request(tmp_path, name):
+    """A request for an unsandboxed kernel whose connection file is tmp_path/name.json."""
+    argv = [sys.executable, "-m", "ipykernel_launcher", "-f", str(tmp_path / f"{name}.json")]
+    environment = {"PATH": os.environ["PATH"], "HOME": str(tmp_path)}
+    return {"argv": argv, "cwd": str(tmp_path), "env": environment, "ipc_dir": None}
+
+
+def ask(connection, request):
+    """Send one request line and read the zygote's one answer line."""
+    connection.sendall(request if isinstance(request, bytes) else json.dumps(request).encode())
+    connection.sendall(b"\n")
+    return json.loads(connection.makefile("r").readline())
+
+
+def connect(address):
+    """A new connection to the shared zygote at `address`."""
+    connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    connection.connect(address)
+    return connection
+
+
+@pytest.fixture(scope="module")
+def shared_zygote():
+    """The address of a zygote shared as by a run of make autograde."""
+    with zygote.shared() as address:
+        yield address[zygote.ADDRESS_VARIABLE]
+
+
+def test_the_zygote_socket_is_private_to_the_grading_user(shared_zygote):
+    address = shared_zygote
+    assert os.stat(os.path.dirname(address)).st_mode & 0o077 == 0
+
+
+def test_closing_a_connection_kills_its_kernels_and_no_other(shared_zygote, tmp_path):
+    address = shared_zygote
+    first, second = connect(address), connect(address)
+    kept = ask(second, kernel_request(tmp_path, "kept"))["pid"]
+    dropped = ask(first, kernel_request(tmp_path, "dropped"))["pid"]
+    assert not fastkernel.exited(kept, 0) and not fastkernel.exited(dropped, 0)
+    first.close()  # as when a worker is killed
+    assert fastkernel.exited(dropped, 10)
+    assert not fastkernel.exited(kept, 1)
+    os.kill(kept, signal.SIGKILL)
+    second.close()
+
+
+def test_a_malformed_request_is_answered_and_the_zygote_goes_on(shared_zygote, tmp_path):
+    address = shared_zygote
+    with connect(address) as connection:
+        assert ask(connection, b"{not json") == {"error": "the request is not JSON"}
+        pid = ask(connection, kernel_request(tmp_path, "after"))["pid"]
+        os.kill(pid, signal.SIGKILL)
+
+
+def test_closing_the_lifeline_ends_the_zygote_and_every_kernel(tmp_path):
+    with zygote.shared() as address:
+        connection = connect(address[zygote.ADDRESS_VARIABLE])
+        pid = ask(connection, kernel_request(tmp_path, "last"))["pid"]
+        parent = int(open(f"/proc/{pid}/stat").read().split(")")[1].split()[1])
+    assert fastkernel.exited(parent, 0), "the zygote outlived its lifeline"
+    assert fastkernel.exited(pid, 10), "a kernel outlived its zygote"
+
+
+def test_a_private_zygote_ends_with_its_one_connection():
+    ours, theirs = socket.socketpair()
+    process = zygote.start(theirs)
+    theirs.close()
+    ours.close()
+    assert process.wait(60) == 0
+    process.stdin.close()
+
+
+def test_exited_sees_a_process_end_without_polling():
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    assert not fastkernel.exited(child.pid, 0)
+    child.kill()
+    started = time.monotonic()
+    assert fastkernel.exited(child.pid, 10)  # a zombie has exited
+    assert time.monotonic() - started < 5
+    child.wait()
+    assert fastkernel.exited(child.pid, 0)  # and so has a process that is gone
+
+
+def test_the_iri_checker_is_not_imported_and_notebooks_still_validate():
+    code = (
+        "import sys\n"
+        "from course.grading import zygote\n"
+        "zygote.skip_slow_unused_imports()\n"
+        "import nbformat\n"
+        "nbformat.validate(nbformat.v4.new_notebook())\n"
+        "print(sys.modules['rfc3987_syntax'])\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "None"
+
+
+@pytest.mark.parametrize(
+    "command, arguments",
+    [
+        (["python", "-m", "ipykernel_launcher", "-f", "k.json"], ["-f", "k.json"]),
+        (["python", "-f", "k.json"], ["-f", "k.json"]),
+    ],
+)
+def test_a_kernel_gets_its_own_arguments_not_the_launcher_module(command, arguments):
+    assert zygote.kernel_arguments(command) == arguments
