@@ -42,6 +42,7 @@ KILL_WAIT_SECONDS = 1
 IOPUB_JOIN_SECONDS = 0.02
 RECONNECT_MILLISECONDS = 10
 _link = None
+_shared_lost = False
 
 
 class ZygoteLink:
@@ -50,10 +51,11 @@ class ZygoteLink:
     def __init__(self, connection, process=None):
         self.connection, self.process = connection, process
         self.answers = connection.makefile("r", encoding="utf-8")
+        self.lost = False
 
     def alive(self):
-        """False once this process's own zygote has exited."""
-        return self.process is None or self.process.poll() is None
+        """False once the zygote has gone: it did not answer, or our own has exited."""
+        return not self.lost and (self.process is None or self.process.poll() is None)
 
     def fork(self, request):
         """Ask for a kernel; the answer, {"pid"} or {"error"}."""
@@ -62,25 +64,39 @@ class ZygoteLink:
             line = self.answers.readline()
         except OSError:
             line = ""
+        self.lost = not line
         return json.loads(line or '{"error": "the zygote has exited"}')
 
 
 def zygote_link():
     """The link to the zygote: the shared one named by COURSE_KERNEL_ZYGOTE, else one of ours."""
-    global _link
-    if _link is None or not _link.alive():
-        address = os.environ.get(zygote.ADDRESS_VARIABLE)
-        if address:
-            connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    global _link, _shared_lost
+    if _link is not None and not _link.alive():
+        _shared_lost = _shared_lost or _link.process is None
+        _link = None
+    address = os.environ.get(zygote.ADDRESS_VARIABLE)
+    if _link is None and address and not _shared_lost:
+        connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
             connection.connect(address)
             _link = ZygoteLink(connection)
-        else:
-            ours, theirs = socket.socketpair()
-            process = zygote.start(theirs)
-            theirs.close()
-            atexit.register(process.kill)
-            _link = ZygoteLink(ours, process)
+        except OSError:
+            connection.close()
+            _shared_lost = True
+    if _link is None:  # no shared zygote, or it has gone: this worker goes on with its own
+        ours, theirs = socket.socketpair()
+        process = zygote.start(theirs)
+        theirs.close()
+        atexit.register(process.kill)
+        _link = ZygoteLink(ours, process)
     return _link
+
+
+def fork_kernel(request):
+    """A kernel for `request`: {"pid"} or {"error"}; asked of a new zygote if this one has gone."""
+    link = zygote_link()
+    answer = link.fork(request)
+    return zygote_link().fork(request) if link.lost else answer
 
 
 def bounded_context(context_class=zmq.Context):
@@ -154,7 +170,7 @@ class ForkProvisioner(LocalProvisioner):
             "env": sandbox.sandbox_environment(environment) if ipc_dir else environment,
             "ipc_dir": ipc_dir,
         }
-        answer = zygote_link().fork(request)
+        answer = fork_kernel(request)
         if "error" in answer:
             raise sandbox.SandboxError(answer["error"])
         pid = answer["pid"]

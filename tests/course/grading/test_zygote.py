@@ -120,3 +120,28 @@ def test_the_iri_checker_is_not_imported_and_notebooks_still_validate():
 )
 def test_a_kernel_gets_its_own_arguments_not_the_launcher_module(command, arguments):
     assert zygote.kernel_arguments(command) == arguments
+
+
+def test_a_worker_whose_shared_zygote_has_gone_goes_on_with_its_own(tmp_path, monkeypatch):
+    monkeypatch.setattr(fastkernel, "_link", None)
+    monkeypatch.setattr(fastkernel, "_shared_lost", False)
+    with zygote.shared() as address:
+        monkeypatch.setenv(zygote.ADDRESS_VARIABLE, address[zygote.ADDRESS_VARIABLE])
+        first = fastkernel.fork_kernel(kernel_request(tmp_path, "first"))["pid"]
+        shared = fastkernel.zygote_link()
+        os.kill(kernel_parent(first), signal.SIGKILL)  # the shared zygote dies mid-run
+        second = fastkernel.fork_kernel(kernel_request(tmp_path, "second"))["pid"]
+        own = fastkernel.zygote_link()
+        assert own is not shared and own.process is not None
+        assert kernel_parent(second) == own.process.pid
+    assert fastkernel.exited(first, 10)
+    own.answers.close()  # its own zygote ends with its connection, and so does its kernel
+    own.connection.close()
+    assert own.process.wait(60) == 0
+    assert fastkernel.exited(second, 10)
+
+
+def kernel_parent(pid):
+    """The parent of process `pid` (a forked kernel's zygote)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        return int(stat.read().split(")")[1].split()[1])
