@@ -37,7 +37,7 @@ from nbformat.v4 import new_output
 
 from course.build.notebooks import HIDDEN_TESTS, is_test, nbgrader_meta
 from course.grading import wire
-from course.grading.fastkernel import MAX_MESSAGE_BYTES, ForkingExecute, bounded_context
+from course.grading.fastkernel import MAX_MESSAGE_BYTES, ForkingExecute, bounded_context, exited
 from course.grading.integrity import instructor_cells
 
 AGENT_FILE = "course_judge_agent.py"
@@ -86,6 +86,7 @@ DROPPED_OUTPUT = (
     "The autograder dropped an output of this cell: one message was larger than 64 MiB.\n"
 )
 INTERRUPT_GRACE_SECONDS = 5
+KILLED_WAIT_SECONDS = 5  # how long a killed kernel may take to end
 POLL_SECONDS = 0.05
 IOPUB_ATTEMPTS = 100
 MAX_REPLY_CHARACTERS = MAX_MESSAGE_BYTES
@@ -565,11 +566,11 @@ class JudgeExecute(ForkingExecute):
 
     def kill_kernel(self):
         """Kill a kernel that does not respond."""
+        pid = getattr(self.km.provisioner, "pid", None)
         with contextlib.suppress(ProcessLookupError, TypeError):
-            os.kill(self.km.provisioner.pid, signal.SIGKILL)
-        deadline = time.monotonic() + 5
-        while self.kernel_alive() and time.monotonic() < deadline:
-            time.sleep(POLL_SECONDS)
+            os.kill(pid, signal.SIGKILL)
+        if pid is not None:
+            exited(pid, KILLED_WAIT_SECONDS)
 
     def restart_kernel(self):
         """Start a fresh kernel and run again the cells that ran before."""

@@ -143,7 +143,8 @@ class Zygote:
         self.pending = {}  # connection -> bytes of a request not yet ended by a newline
         self.kernels = {}  # connection -> the pidfds of the kernels forked for it
         self.selector.register(sys.stdin.fileno(), selectors.EVENT_READ, "lifeline")
-        if channel.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN):
+        self.shared = bool(channel.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN))
+        if self.shared:
             self.selector.register(channel, selectors.EVENT_READ, "listening")
         else:
             self.add(channel)
@@ -172,12 +173,8 @@ class Zygote:
                     self.receive(key.fileobj)
                 elif key.data == "kernel":
                     self.forget(key.fileobj)
-            if not self.pending and not self.listening():
+            if not self.pending and not self.shared:
                 return
-
-    def listening(self):
-        """True when the zygote accepts new connections (it is shared)."""
-        return any(key.data == "listening" for key in self.selector.get_map().values())
 
     def receive(self, connection):
         """Read what `connection` sent; answer each complete request; close it at end of file."""
