@@ -14,7 +14,10 @@ sandbox of its own (`course.grading.sandbox`) before it runs any student code.
   (`course.grading.pool`), each worker on a connection of its own.
 
 A request is one JSON line, {"argv", "cwd", "env", "ipc_dir"}; the answer is one JSON line,
-{"pid"} or {"error"}. The kernels forked for a connection are killed when it closes, and every
+{"pid"} or {"error"}, sent once the kernel has entered its sandbox. The requests of a connection
+are answered in order; while one kernel enters its sandbox, the zygote serves the others (its
+own share of each kernel is the fork, about 7 ms, so one zygote keeps many workers busy). The
+kernels forked for a connection are killed when it closes, one still starting too, and every
 kernel when the zygote ends: when its standard input (its lifeline) reaches end of file.
 
 The zygote runs no student code, and imports nothing of nbgrader or of the grader: its memory
@@ -31,6 +34,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+from collections import deque
 
 from course.build import paths
 from course.grading import sandbox
@@ -134,13 +138,16 @@ def warm_up():
 
 
 class Zygote:
-    """The serving loop: connections, their partial requests and the kernels forked for each."""
+    """The serving loop: connections, their requests, the kernels starting and those forked."""
 
     def __init__(self, channel):
-        self.chores = [warm_up]  # done when no request waits, once a kernel has been forked
+        self.chores = [warm_up]  # done when nothing waits, once a kernel has been forked
         self.forked = False
         self.selector = selectors.DefaultSelector()
         self.pending = {}  # connection -> bytes of a request not yet ended by a newline
+        self.requests = {}  # connection -> its complete requests not yet started
+        # connection -> the kernel it waits for: (its report pipe, a pidfd of the child, bytes)
+        self.starting = {}
         self.kernels = {}  # connection -> the pidfds of the kernels forked for it
         self.selector.register(sys.stdin.fileno(), selectors.EVENT_READ, "lifeline")
         self.shared = bool(channel.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN))
@@ -151,16 +158,18 @@ class Zygote:
 
     def add(self, connection):
         """Serve one more connection."""
-        self.pending[connection], self.kernels[connection] = b"", set()
+        self.pending[connection], self.requests[connection] = b"", deque()
+        self.kernels[connection] = set()
         self.selector.register(connection, selectors.EVENT_READ, "connection")
 
     def serve(self):
         """Answer requests until the lifeline closes (or the last connection, when not shared)."""
         # The first kernel is forked as soon as the modules are imported; the warm-up waits for a
-        # moment with no request, so that it delays no kernel.
+        # moment when no request and no starting kernel waits, so that it delays no kernel.
         while True:
-            events = self.selector.select(0 if self.chores and self.forked else None)
-            if not events and self.chores:
+            idle = self.chores and self.forked and not self.starting
+            events = self.selector.select(0 if idle else None)
+            if not events and idle:
                 self.chores.pop(0)()
             for key, _ in events:
                 if self.selector.get_map().get(key.fd) is not key:  # closed by an earlier event
@@ -173,11 +182,13 @@ class Zygote:
                     self.receive(key.fileobj)
                 elif key.data == "kernel":
                     self.forget(key.fileobj)
+                elif key.data == "report":
+                    self.hear(key.fileobj)
             if not self.pending and not self.shared:
                 return
 
     def receive(self, connection):
-        """Read what `connection` sent; answer each complete request; close it at end of file."""
+        """Read what `connection` sent and queue each complete request; close it at end of file."""
         try:
             data = connection.recv(65536)
         except OSError:
@@ -187,16 +198,20 @@ class Zygote:
         if not data or len(self.pending[connection]) > MAX_REQUEST_BYTES:
             self.close(connection)
             return
-        for request in requests:
-            answer = json.dumps(self.fork_kernel(connection, request)).encode() + b"\n"
-            try:
-                connection.sendall(answer)
-            except OSError:  # the worker is gone: so are its kernels
-                self.close(connection)
+        self.requests[connection].extend(requests)
+        self.next_request(connection)
+
+    def next_request(self, connection):
+        """Fork a kernel for the connection's next request, unless one is still starting."""
+        while connection in self.requests and self.requests[connection]:
+            if connection in self.starting:
                 return
+            answer = self.fork_kernel(connection, self.requests[connection].popleft())
+            if answer is not None:
+                self.answer(connection, answer)
 
     def fork_kernel(self, connection, request):
-        """Fork a kernel for `request` (JSON bytes); the answer, {"pid"} or {"error"}."""
+        """Fork a kernel for `request` (JSON bytes); {"error"} now, or None: it will report."""
         try:
             request = json.loads(request)
         except ValueError:
@@ -204,16 +219,51 @@ class Zygote:
         read, write = os.pipe()
         self.forked = True
         gc.freeze()  # the kernel's collections skip what it shares with the zygote
-        if os.fork() == 0:
+        child = os.fork()
+        if child == 0:
             os.close(read)
             _start_kernel(request, write)
         os.close(write)
-        with os.fdopen(read) as answer:  # one line; the kernel keeps the pipe open a moment
-            line = answer.readline().strip()
+        # The child reports once it has entered its sandbox; meanwhile other workers are served.
+        self.starting[connection] = (read, os.pidfd_open(child), b"")
+        self.selector.register(read, selectors.EVENT_READ, "report")
+        return None
+
+    def hear(self, report):
+        """Read a starting kernel's report; once whole, answer the connection that asked."""
+        connection = next(c for c, (pipe, *_) in self.starting.items() if pipe == report)
+        pipe, child, heard = self.starting[connection]
+        data = os.read(report, 4096)
+        heard += data
+        if data and b"\n" not in heard:
+            self.starting[connection] = (pipe, child, heard)
+            return
+        self.stop_hearing(connection)
+        line = heard.split(b"\n")[0].strip()
         answer = json.loads(line) if line else {"error": "the kernel did not start"}
         if "pid" in answer:
             self.track(connection, answer["pid"])
-        return answer
+        if self.answer(connection, answer):
+            self.next_request(connection)
+
+    def stop_hearing(self, connection, kill=False):
+        """Stop waiting for the kernel that `connection` asked for (killing it, if `kill`)."""
+        pipe, child, _ = self.starting.pop(connection)
+        if kill:  # the sandbox's process 1 dies with this child
+            with contextlib.suppress(ProcessLookupError):
+                signal.pidfd_send_signal(child, signal.SIGKILL)
+        self.selector.unregister(pipe)
+        os.close(pipe)
+        os.close(child)
+
+    def answer(self, connection, answer):
+        """Send `answer` to `connection`; False if the worker has gone (its kernels are killed)."""
+        try:
+            connection.sendall(json.dumps(answer).encode() + b"\n")
+            return True
+        except OSError:
+            self.close(connection)
+            return False
 
     def track(self, connection, pid):
         """Remember kernel `pid` as forked for `connection`, by a pidfd that cannot name another."""
@@ -232,14 +282,16 @@ class Zygote:
             kernels.discard(pidfd)
 
     def close(self, connection):
-        """Kill the kernels forked for `connection`, then close it."""
+        """Kill the kernels forked for `connection`, and one still starting, then close it."""
+        if connection in self.starting:
+            self.stop_hearing(connection, kill=True)
         for pidfd in self.kernels.pop(connection):
             try:
                 signal.pidfd_send_signal(pidfd, signal.SIGKILL)
             except ProcessLookupError:  # it has just ended
                 pass
             self.forget(pidfd)
-        del self.pending[connection]
+        del self.pending[connection], self.requests[connection]
         self.selector.unregister(connection)
         connection.close()
 

@@ -145,3 +145,76 @@ def test_a_worker_whose_shared_zygote_has_gone_goes_on_with_its_own(tmp_path, mo
 def kernel_parent(pid):
     """The parent of process `pid` (a forked kernel's zygote)."""
     return psutil.Process(pid).ppid()
+
+
+# A zygote whose kernels take request["delay"] seconds to report, as a slow sandbox would.
+SLOW_STARTING_ZYGOTE = """
+import json, os, signal, socket, sys, time
+from course.grading import zygote
+
+def start_kernel(request, report_fd):
+    time.sleep(request["delay"])
+    os.write(report_fd, json.dumps({"pid": os.getpid()}).encode() + b"\\n")
+    time.sleep(60)
+    os._exit(0)
+
+zygote._start_kernel = start_kernel
+signal.signal(signal.SIGCHLD, lambda *_: zygote._reap())
+serving = zygote.Zygote(socket.socket(fileno=int(sys.argv[1])))
+serving.chores = []
+try:
+    serving.serve()
+finally:
+    serving.close_all()
+"""
+
+
+@pytest.fixture
+def slow_zygote(tmp_path):
+    """(the address, the process) of a shared zygote whose kernels are slow to report."""
+    address = str(tmp_path / "zygote")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listening:
+        listening.bind(address)
+        listening.listen()
+        process = subprocess.Popen(
+            [sys.executable, "-c", SLOW_STARTING_ZYGOTE, str(listening.fileno())],
+            stdin=subprocess.PIPE,
+            pass_fds=[listening.fileno()],
+        )
+    yield address, psutil.Process(process.pid)
+    zygote.stop(process)
+
+
+def wait_for_children(process, count):
+    """The children of `process` once it has `count` of them (10 s at most)."""
+    deadline = time.monotonic() + 10
+    while len(process.children()) < count and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return process.children()
+
+
+def test_a_kernel_slow_to_start_holds_up_no_other_worker(slow_zygote):
+    address, process = slow_zygote
+    slow, quick = connect(address), connect(address)
+    slow.sendall(b'{"delay": 5}\n')
+    wait_for_children(process, 1)
+    started = time.monotonic()
+    quick_pid = ask(quick, {"delay": 0})["pid"]
+    assert time.monotonic() - started < 4, "the zygote waited for another worker's kernel"
+    slow_pid = json.loads(slow.makefile("r").readline())["pid"]
+    assert {slow_pid, quick_pid} == {child.pid for child in process.children()}
+    slow.close()
+    quick.close()
+    assert fastkernel.exited(slow_pid, 10) and fastkernel.exited(quick_pid, 10)
+
+
+def test_a_worker_gone_while_its_kernel_starts_takes_that_kernel_with_it(slow_zygote):
+    address, process = slow_zygote
+    connection = connect(address)
+    connection.sendall(b'{"delay": 30}\n')
+    (starting,) = wait_for_children(process, 1)
+    connection.close()
+    assert fastkernel.exited(starting.pid, 10), "a kernel outlived the worker that asked for it"
+    with connect(address) as again:  # and the zygote goes on
+        pid = ask(again, {"delay": 0})["pid"]
+    assert fastkernel.exited(pid, 10)
