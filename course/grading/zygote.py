@@ -146,7 +146,7 @@ class Zygote:
         self.selector = selectors.DefaultSelector()
         self.pending = {}  # connection -> bytes of a request not yet ended by a newline
         self.requests = {}  # connection -> its complete requests not yet started
-        # connection -> the kernel it waits for: (its report pipe, a pidfd of the child, bytes)
+        # connection -> the kernel it waits for: (its report pipe, the child's pidfd, bytes)
         self.starting = {}
         self.kernels = {}  # connection -> the pidfds of the kernels forked for it
         self.selector.register(sys.stdin.fileno(), selectors.EVENT_READ, "lifeline")
@@ -225,7 +225,7 @@ class Zygote:
             _start_kernel(request, write)
         os.close(write)
         # The child reports once it has entered its sandbox; meanwhile other workers are served.
-        self.starting[connection] = (read, os.pidfd_open(child), b"")
+        self.starting[connection] = (read, _pidfd(child), b"")
         self.selector.register(read, selectors.EVENT_READ, "report")
         return None
 
@@ -249,12 +249,13 @@ class Zygote:
     def stop_hearing(self, connection, kill=False):
         """Stop waiting for the kernel that `connection` asked for (killing it, if `kill`)."""
         pipe, child, _ = self.starting.pop(connection)
-        if kill:  # the sandbox's process 1 dies with this child
+        if kill and child is not None:  # the sandbox's process 1 dies with this child
             with contextlib.suppress(ProcessLookupError):
                 signal.pidfd_send_signal(child, signal.SIGKILL)
         self.selector.unregister(pipe)
         os.close(pipe)
-        os.close(child)
+        if child is not None:
+            os.close(child)
 
     def answer(self, connection, answer):
         """Send `answer` to `connection`; False if the worker has gone (its kernels are killed)."""
@@ -299,6 +300,14 @@ class Zygote:
         """Kill every kernel and close every connection."""
         for connection in list(self.pending):
             self.close(connection)
+
+
+def _pidfd(pid):
+    """A pidfd of child `pid`, or None if it has already ended and been reaped."""
+    try:
+        return os.pidfd_open(pid)
+    except ProcessLookupError:  # e.g. a sandbox that failed at once: its report is in the pipe
+        return None
 
 
 def _start_kernel(request, report_fd):

@@ -147,18 +147,30 @@ def kernel_parent(pid):
     return psutil.Process(pid).ppid()
 
 
-# A zygote whose kernels take request["delay"] seconds to report, as a slow sandbox would.
+# A zygote whose kernels take request["delay"] seconds to report, as a slow sandbox would, or
+# fail at once when request["fail"]; it reaps a child that has already ended before it looks.
 SLOW_STARTING_ZYGOTE = """
 import json, os, signal, socket, sys, time
 from course.grading import zygote
 
 def start_kernel(request, report_fd):
+    if request.get("fail"):
+        os.write(report_fd, b'{"error": "cannot sandbox the kernel"}\\n')
+        os._exit(1)
     time.sleep(request["delay"])
     os.write(report_fd, json.dumps({"pid": os.getpid()}).encode() + b"\\n")
     time.sleep(60)
     os._exit(0)
 
+def fork_and_look_late(fork=os.fork):
+    pid = fork()
+    if pid:
+        time.sleep(0.2)
+        zygote._reap()
+    return pid
+
 zygote._start_kernel = start_kernel
+os.fork = fork_and_look_late
 signal.signal(signal.SIGCHLD, lambda *_: zygote._reap())
 serving = zygote.Zygote(socket.socket(fileno=int(sys.argv[1])))
 serving.chores = []
@@ -217,4 +229,12 @@ def test_a_worker_gone_while_its_kernel_starts_takes_that_kernel_with_it(slow_zy
     assert fastkernel.exited(starting.pid, 10), "a kernel outlived the worker that asked for it"
     with connect(address) as again:  # and the zygote goes on
         pid = ask(again, {"delay": 0})["pid"]
+    assert fastkernel.exited(pid, 10)
+
+
+def test_a_kernel_that_fails_at_once_is_answered_and_the_zygote_goes_on(slow_zygote):
+    address, _ = slow_zygote
+    with connect(address) as connection:
+        assert ask(connection, {"fail": True}) == {"error": "cannot sandbox the kernel"}
+        pid = ask(connection, {"delay": 0})["pid"]
     assert fastkernel.exited(pid, 10)
