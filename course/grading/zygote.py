@@ -35,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 from collections import deque
+from dataclasses import dataclass, field
 
 from course.build import paths
 from course.grading import sandbox
@@ -137,80 +138,88 @@ def warm_up():
         torch.set_num_threads(threads)
 
 
+@dataclass(eq=False)
+class Client:
+    """One connection (one worker): its requests, the kernel it waits for, the kernels it got."""
+
+    connection: socket.socket
+    partial: bytes = b""  # a request not yet ended by a newline
+    requests: deque = field(default_factory=deque)  # complete requests not yet started
+    report: int | None = None  # the pipe on which the kernel it waits for reports
+    child: int | None = None  # a pidfd of that kernel's process, until it reports
+    heard: bytes = b""  # what that kernel has reported so far
+    kernels: set = field(default_factory=set)  # the pidfds of the kernels forked for it
+
+
 class Zygote:
-    """The serving loop: connections, their requests, the kernels starting and those forked."""
+    """The serving loop: its clients, the kernels starting for them and those forked."""
 
     def __init__(self, channel):
         self.chores = [warm_up]  # done when nothing waits, once a kernel has been forked
         self.forked = False
         self.selector = selectors.DefaultSelector()
-        self.pending = {}  # connection -> bytes of a request not yet ended by a newline
-        self.requests = {}  # connection -> its complete requests not yet started
-        # connection -> the kernel it waits for: (its report pipe, the child's pidfd, bytes)
-        self.starting = {}
-        self.kernels = {}  # connection -> the pidfds of the kernels forked for it
-        self.selector.register(sys.stdin.fileno(), selectors.EVENT_READ, "lifeline")
+        self.clients = set()
+        self.selector.register(sys.stdin.fileno(), selectors.EVENT_READ, ("lifeline", None))
         self.shared = bool(channel.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN))
         if self.shared:
-            self.selector.register(channel, selectors.EVENT_READ, "listening")
+            self.selector.register(channel, selectors.EVENT_READ, ("listening", None))
         else:
             self.add(channel)
 
     def add(self, connection):
         """Serve one more connection."""
-        self.pending[connection], self.requests[connection] = b"", deque()
-        self.kernels[connection] = set()
-        self.selector.register(connection, selectors.EVENT_READ, "connection")
+        client = Client(connection)
+        self.clients.add(client)
+        self.selector.register(connection, selectors.EVENT_READ, ("connection", client))
 
     def serve(self):
         """Answer requests until the lifeline closes (or the last connection, when not shared)."""
         # The first kernel is forked as soon as the modules are imported; the warm-up waits for a
         # moment when no request and no starting kernel waits, so that it delays no kernel.
         while True:
-            idle = self.chores and self.forked and not self.starting
+            starting = any(client.report is not None for client in self.clients)
+            idle = self.chores and self.forked and not starting
             events = self.selector.select(0 if idle else None)
             if not events and idle:
                 self.chores.pop(0)()
             for key, _ in events:
                 if self.selector.get_map().get(key.fd) is not key:  # closed by an earlier event
                     continue
-                if key.data == "lifeline" and not os.read(key.fd, 4096):
+                kind, client = key.data
+                if kind == "lifeline" and not os.read(key.fd, 4096):
                     return
-                if key.data == "listening":
+                if kind == "listening":
                     self.add(key.fileobj.accept()[0])
-                elif key.data == "connection":
-                    self.receive(key.fileobj)
-                elif key.data == "kernel":
-                    self.forget(key.fileobj)
-                elif key.data == "report":
-                    self.hear(key.fileobj)
-            if not self.pending and not self.shared:
+                elif kind == "connection":
+                    self.receive(client)
+                elif kind == "report":
+                    self.hear(client)
+                elif kind == "kernel":
+                    self.forget(client, key.fileobj)
+            if not self.clients and not self.shared:
                 return
 
-    def receive(self, connection):
-        """Read what `connection` sent and queue each complete request; close it at end of file."""
+    def receive(self, client):
+        """Read what `client` sent and queue each complete request; close it at end of file."""
         try:
-            data = connection.recv(65536)
+            data = client.connection.recv(65536)
         except OSError:
             data = b""
-        buffered = self.pending[connection] + data
-        *requests, self.pending[connection] = buffered.split(b"\n")
-        if not data or len(self.pending[connection]) > MAX_REQUEST_BYTES:
-            self.close(connection)
+        *requests, client.partial = (client.partial + data).split(b"\n")
+        if not data or len(client.partial) > MAX_REQUEST_BYTES:
+            self.close(client)
             return
-        self.requests[connection].extend(requests)
-        self.next_request(connection)
+        client.requests.extend(requests)
+        self.next_request(client)
 
-    def next_request(self, connection):
-        """Fork a kernel for the connection's next request, unless one is still starting."""
-        while connection in self.requests and self.requests[connection]:
-            if connection in self.starting:
-                return
-            answer = self.fork_kernel(connection, self.requests[connection].popleft())
+    def next_request(self, client):
+        """Fork a kernel for the client's next request, unless one is still starting."""
+        while client in self.clients and client.requests and client.report is None:
+            answer = self.fork_kernel(client, client.requests.popleft())
             if answer is not None:
-                self.answer(connection, answer)
+                self.answer(client, answer)
 
-    def fork_kernel(self, connection, request):
+    def fork_kernel(self, client, request):
         """Fork a kernel for `request` (JSON bytes); {"error"} now, or None: it will report."""
         try:
             request = json.loads(request)
@@ -225,85 +234,82 @@ class Zygote:
             _start_kernel(request, write)
         os.close(write)
         # The child reports once it has entered its sandbox; meanwhile other workers are served.
-        self.starting[connection] = (read, _pidfd(child), b"")
-        self.selector.register(read, selectors.EVENT_READ, "report")
+        client.report, client.child, client.heard = read, _pidfd(child), b""
+        self.selector.register(read, selectors.EVENT_READ, ("report", client))
         return None
 
-    def hear(self, report):
-        """Read a starting kernel's report; once whole, answer the connection that asked."""
-        connection = next(c for c, (pipe, *_) in self.starting.items() if pipe == report)
-        pipe, child, heard = self.starting[connection]
-        data = os.read(report, 4096)
-        heard += data
-        if data and b"\n" not in heard:
-            self.starting[connection] = (pipe, child, heard)
+    def hear(self, client):
+        """Read a starting kernel's report; once whole, answer the client that asked."""
+        data = os.read(client.report, 4096)
+        client.heard += data
+        if data and b"\n" not in client.heard:
             return
-        self.stop_hearing(connection)
-        line = heard.split(b"\n")[0].strip()
+        line = client.heard.split(b"\n")[0].strip()
+        self.stop_hearing(client)
         answer = json.loads(line) if line else {"error": "the kernel did not start"}
         if "pid" in answer:
-            self.track(connection, answer["pid"])
-        if self.answer(connection, answer):
-            self.next_request(connection)
+            self.track(client, answer["pid"])
+        if self.answer(client, answer):
+            self.next_request(client)
 
-    def stop_hearing(self, connection, kill=False):
-        """Stop waiting for the kernel that `connection` asked for (killing it, if `kill`)."""
-        pipe, child, _ = self.starting.pop(connection)
-        if kill and child is not None:  # the sandbox's process 1 dies with this child
-            with contextlib.suppress(ProcessLookupError):
-                signal.pidfd_send_signal(child, signal.SIGKILL)
-        self.selector.unregister(pipe)
-        os.close(pipe)
-        if child is not None:
-            os.close(child)
+    def stop_hearing(self, client, kill=False):
+        """Stop waiting for the kernel that `client` asked for (killing it, if `kill`)."""
+        if client.child is not None:
+            if kill:  # the sandbox's process 1 dies with this child
+                _kill(client.child)
+            os.close(client.child)
+        self.selector.unregister(client.report)
+        os.close(client.report)
+        client.report = client.child = None
 
-    def answer(self, connection, answer):
-        """Send `answer` to `connection`; False if the worker has gone (its kernels are killed)."""
+    def answer(self, client, answer):
+        """Send `answer` to `client`; False if the worker has gone (its kernels are killed)."""
         try:
-            connection.sendall(json.dumps(answer).encode() + b"\n")
+            client.connection.sendall(json.dumps(answer).encode() + b"\n")
             return True
         except OSError:
-            self.close(connection)
+            self.close(client)
             return False
 
-    def track(self, connection, pid):
-        """Remember kernel `pid` as forked for `connection`, by a pidfd that cannot name another."""
-        try:
-            pidfd = os.pidfd_open(pid)
-        except ProcessLookupError:  # it has already ended
+    def track(self, client, pid):
+        """Remember kernel `pid` as forked for `client`, by a pidfd that cannot name another."""
+        pidfd = _pidfd(pid)
+        if pidfd is None:  # it has already ended
             return
-        self.kernels[connection].add(pidfd)
-        self.selector.register(pidfd, selectors.EVENT_READ, "kernel")  # readable once it ends
+        client.kernels.add(pidfd)
+        self.selector.register(pidfd, selectors.EVENT_READ, ("kernel", client))  # once it ends
 
-    def forget(self, pidfd):
-        """Stop tracking a kernel that has ended."""
+    def forget(self, client, pidfd):
+        """Stop tracking one of `client`'s kernels, which has ended."""
         self.selector.unregister(pidfd)
         os.close(pidfd)
-        for kernels in self.kernels.values():
-            kernels.discard(pidfd)
+        client.kernels.discard(pidfd)
 
-    def close(self, connection):
-        """Kill the kernels forked for `connection`, and one still starting, then close it."""
-        if connection in self.starting:
-            self.stop_hearing(connection, kill=True)
-        for pidfd in self.kernels.pop(connection):
-            try:
-                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
-            except ProcessLookupError:  # it has just ended
-                pass
-            self.forget(pidfd)
-        del self.pending[connection], self.requests[connection]
-        self.selector.unregister(connection)
-        connection.close()
+    def close(self, client):
+        """Kill the kernels forked for `client`, and one still starting, then close it."""
+        if client.report is not None:
+            self.stop_hearing(client, kill=True)
+        for pidfd in list(client.kernels):
+            _kill(pidfd)
+            self.forget(client, pidfd)
+        self.clients.discard(client)
+        self.selector.unregister(client.connection)
+        client.connection.close()
 
     def close_all(self):
         """Kill every kernel and close every connection."""
-        for connection in list(self.pending):
-            self.close(connection)
+        for client in list(self.clients):
+            self.close(client)
+
+
+def _kill(pidfd):
+    """Kill the process of `pidfd`, unless it has just ended."""
+    with contextlib.suppress(ProcessLookupError):
+        signal.pidfd_send_signal(pidfd, signal.SIGKILL)
 
 
 def _pidfd(pid):
-    """A pidfd of child `pid`, or None if it has already ended and been reaped."""
+    """A pidfd of process `pid`, or None if it has already ended (and been reaped)."""
     try:
         return os.pidfd_open(pid)
     except ProcessLookupError:  # e.g. a sandbox that failed at once: its report is in the pipe
