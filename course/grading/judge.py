@@ -559,16 +559,21 @@ class JudgeExecute(ForkingExecute):
         process = getattr(self.km.provisioner, "process", None)
         return process is not None and process.poll() is None
 
+    def signal_kernel(self, signum):
+        """Send `signum` to the kernel, if it has been started; its pid, or None."""
+        pid = getattr(self.km.provisioner, "pid", None)
+        if pid is not None:
+            with contextlib.suppress(ProcessLookupError):  # it has just ended
+                os.kill(pid, signum)
+        return pid
+
     def interrupt_kernel(self):
         """Send the kernel SIGINT, which ipykernel turns into KeyboardInterrupt."""
-        with contextlib.suppress(ProcessLookupError, TypeError):
-            os.kill(self.km.provisioner.pid, signal.SIGINT)
+        self.signal_kernel(signal.SIGINT)
 
     def kill_kernel(self):
-        """Kill a kernel that does not respond."""
-        pid = getattr(self.km.provisioner, "pid", None)
-        with contextlib.suppress(ProcessLookupError, TypeError):
-            os.kill(pid, signal.SIGKILL)
+        """Kill a kernel that does not respond, and see it gone."""
+        pid = self.signal_kernel(signal.SIGKILL)
         if pid is not None:
             exited(pid, KILLED_WAIT_SECONDS)
 
