@@ -10,6 +10,9 @@
   `make autograde` (`course.instructor.autograde`) to grade the same class of 40 solution
   submissions of lab 01 with one worker (JOBS=1) and with one per core, and
   `class_autograde_parallel_ratio`, the first over the second;
+  `class_autograde_cpu_seconds_sequential` and `..._parallel`: the CPU seconds every process of
+  those runs used (workers, zygote, kernels), and `class_autograde_parallel_ratio_ceiling`, the
+  ratio the parallel run would reach had it kept every core busy from start to end;
 * `class_autograde_seconds_per_submission_<lab>`: wall seconds per submission when `make
   autograde` grades a class of 20 solution submissions of each lab on every core;
 * `term_estimate_minutes_200_students`: from those, the minutes `make autograde` takes on this
@@ -21,6 +24,7 @@
 
 import argparse
 import importlib
+import resource
 import tempfile
 import time
 from pathlib import Path
@@ -74,32 +78,54 @@ def class_course(scratch, assignment, students):
     return root
 
 
-def class_autograde_seconds(assignment, students, jobs=None):
-    """Wall seconds for `make autograde JOBS=jobs` to grade a class of solution submissions."""
+def cpu_seconds():
+    """CPU seconds used so far by this process and by its descendants that have ended."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    ended = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + ended.ru_utime + ended.ru_stime
+
+
+def class_autograde_run(assignment, students, jobs=None):
+    """(wall seconds, CPU seconds of every process) of `make autograde JOBS=jobs` on a class."""
     with tempfile.TemporaryDirectory() as scratch:
         root = class_course(scratch, assignment, students)
         instructor.ensure_in_gradebook(assignment, root)
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), cpu_seconds()
         ok, message = instructor.autograde(assignment, root, jobs=jobs)
-        seconds = time.perf_counter() - start
+        seconds, cpu = time.perf_counter() - start, cpu_seconds() - cpu
     if not ok:
         raise RuntimeError(f"autograde of {assignment} failed:\n{message}")
-    return seconds
+    return seconds, cpu
+
+
+def parallel_ratio_ceiling(sequential_seconds, parallel_cpu_seconds, cores):
+    """The highest sequential/parallel ratio the parallel run's CPU seconds allow on `cores`."""
+    if parallel_cpu_seconds <= 0 or cores < 1:
+        raise ValueError(
+            f"expected positive CPU seconds and cores, got {parallel_cpu_seconds!r}, {cores!r}"
+        )
+    return sequential_seconds / (parallel_cpu_seconds / cores)
 
 
 def autograde_figures(class_size, lab_class_size):
     """The class-scale autograding figures, name -> value."""
     first = paths.assignments()[0]
-    sequential = class_autograde_seconds(first, class_size, jobs=1)
-    parallel = class_autograde_seconds(first, class_size)
+    sequential, sequential_cpu = class_autograde_run(first, class_size, jobs=1)
+    parallel, parallel_cpu = class_autograde_run(first, class_size)
+    cores = pool.default_jobs()
     figures = {
-        "autograde_workers": pool.default_jobs(),
+        "autograde_workers": cores,
         "class_autograde_seconds_sequential": sequential,
         "class_autograde_seconds_parallel": parallel,
         "class_autograde_parallel_ratio": sequential / parallel,
+        "class_autograde_cpu_seconds_sequential": sequential_cpu,
+        "class_autograde_cpu_seconds_parallel": parallel_cpu,
+        "class_autograde_parallel_ratio_ceiling": parallel_ratio_ceiling(
+            sequential, parallel_cpu, cores
+        ),
     }
     for assignment in paths.assignments():
-        seconds = class_autograde_seconds(assignment, lab_class_size) / lab_class_size
+        seconds = class_autograde_run(assignment, lab_class_size)[0] / lab_class_size
         figures[f"class_autograde_seconds_per_submission_{assignment}"] = seconds
     per_student = sum(v for k, v in figures.items() if "per_submission" in k)
     figures["term_estimate_minutes_200_students"] = 200 * per_student / 60
