@@ -109,9 +109,8 @@ def bounded_context(context_class=zmq.Context):
 
 def exited(pid, timeout=None):
     """True once process `pid` has exited (a zombie has), waiting up to `timeout` seconds."""
-    try:
-        pidfd = os.pidfd_open(pid)
-    except ProcessLookupError:
+    pidfd = zygote.open_pidfd(pid)
+    if pidfd is None:
         return True
     try:
         return bool(select.select([pidfd], [], [], timeout)[0])  # readable once it has exited

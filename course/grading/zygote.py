@@ -234,7 +234,7 @@ class Zygote:
             _start_kernel(request, write)
         os.close(write)
         # The child reports once it has entered its sandbox; meanwhile other workers are served.
-        client.report, client.child, client.heard = read, _pidfd(child), b""
+        client.report, client.child, client.heard = read, open_pidfd(child), b""
         self.selector.register(read, selectors.EVENT_READ, ("report", client))
         return None
 
@@ -273,7 +273,7 @@ class Zygote:
 
     def track(self, client, pid):
         """Remember kernel `pid` as forked for `client`, by a pidfd that cannot name another."""
-        pidfd = _pidfd(pid)
+        pidfd = open_pidfd(pid)
         if pidfd is None:  # it has already ended
             return
         client.kernels.add(pidfd)
@@ -308,7 +308,7 @@ def _kill(pidfd):
         signal.pidfd_send_signal(pidfd, signal.SIGKILL)
 
 
-def _pidfd(pid):
+def open_pidfd(pid):
     """A pidfd of process `pid`, or None if it has already ended (and been reaped)."""
     try:
         return os.pidfd_open(pid)
