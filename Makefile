@@ -1,9 +1,10 @@
 # Attention, Step by Step: every command runs from the repository root.
 #   make lab       set up .venv (first time) and open JupyterLab
 #   make test      set up .venv (first time) and run every check (what CI runs)
-#   make nbval     re-run every stored notebook and compare its outputs, under this CPU's own
-#                  kernels and under the plain (SSE) ones; make nbval-all adds the AVX2 ones;
-#                  make nbval-native / nbval-plain / nbval-avx2  one kernel family alone
+#   make nbval     re-run every stored notebook and compare its outputs on three code paths:
+#                  this CPU's own, the plain (SSE) one, and MKL's reproducible branch;
+#                  make nbval-all adds AVX2, MKL's AVX2 and AVX-512 branches, oneDNN below AMX;
+#                  make nbval-PATH runs one path alone (PATH: one of NBVAL_PATHS below)
 #   make test-browser  a student's first failing test in JupyterLab, in headless Chromium
 #   make test-hub  a class on a real JupyterHub (deploy/), end to end with real Unix users;
 #                  needs root, configurable-http-proxy (npm) and setfacl (.ci/run installs them)
@@ -38,14 +39,20 @@ LAB_ARGS ?=
 # Jupyter refuses to run as root (as in a container) unless told to.
 ROOT_ARGS := $(if $(filter 0,$(shell id -u)),--allow-root)
 NBVAL := pytest --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:randomly
-# The x86 kernel families that torch (ATen), oneDNN and MKL choose between at run time. Stored
-# outputs must reproduce under each: `nbval` checks the machine's own kernels and the plain ones
-# (which differ from the native ones on every x86 machine), `nbval-all` the AVX2 ones as well
-# (run it on a machine with AVX-512, whose own kernels are the third family).
-KERNELS_PLAIN := ATEN_CPU_CAPABILITY=default ONEDNN_MAX_CPU_ISA=SSE41 MKL_ENABLE_INSTRUCTIONS=SSE4_2
-KERNELS_AVX2 := ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_ENABLE_INSTRUCTIONS=AVX2
+# The code paths of the x86 libraries that choose their kernels by CPU at run time: ATen (torch's
+# own kernels), MKL (matrix products, by vendor and instruction set) and oneDNN (AMX on recent
+# Intel). Stored outputs must reproduce on each; see "Outputs that reproduce on every CPU".
+PATH_native :=
+PATH_plain := ATEN_CPU_CAPABILITY=default ONEDNN_MAX_CPU_ISA=SSE41 MKL_ENABLE_INSTRUCTIONS=SSE4_2
+PATH_avx2 := ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_ENABLE_INSTRUCTIONS=AVX2
+PATH_mkl-compatible := MKL_CBWR=COMPATIBLE
+PATH_mkl-avx2 := MKL_CBWR=AVX2
+PATH_mkl-avx512 := MKL_CBWR=AVX512
+PATH_onednn-avx512 := ONEDNN_MAX_CPU_ISA=AVX512_CORE
+NBVAL_PATHS := native plain avx2 mkl-compatible mkl-avx2 mkl-avx512 onednn-avx512
+NBVAL_TEST_PATHS := native plain mkl-compatible
 
-.PHONY: lab test test-browser test-hub lint unit nbval nbval-all nbval-native nbval-plain nbval-avx2 release lectures bench autograde feedback grades collect clean
+.PHONY: lab test test-browser test-hub lint unit nbval nbval-all $(NBVAL_PATHS:%=nbval-%) release lectures bench autograde feedback grades collect clean
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -73,18 +80,13 @@ lint: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/pytest tests
 
-nbval: nbval-native nbval-plain
+nbval: $(NBVAL_TEST_PATHS:%=nbval-%)
 
-nbval-all: nbval-native nbval-plain nbval-avx2
+nbval-all: $(NBVAL_PATHS:%=nbval-%)
 
-nbval-native: $(STAMP)
-	$(BIN)/$(NBVAL) notebooks solutions
-
-nbval-plain: $(STAMP)
-	env $(KERNELS_PLAIN) $(BIN)/$(NBVAL) notebooks solutions
-
-nbval-avx2: $(STAMP)
-	env $(KERNELS_AVX2) $(BIN)/$(NBVAL) notebooks solutions
+$(NBVAL_PATHS:%=nbval-%): nbval-%: $(STAMP)
+	@echo "nbval on the $* code path: $(or $(PATH_$*),this CPU's own kernels)"
+	env $(PATH_$*) $(BIN)/$(NBVAL) notebooks solutions
 
 release: $(STAMP)
 	$(BIN)/python -m course.build.release $(ASSIGNMENT)

@@ -2,6 +2,7 @@
 
 import re
 import subprocess
+import sys
 
 from course.build import paths
 
@@ -62,3 +63,15 @@ def test_local_grading_files_are_ignored():
 def test_gradebook_is_not_committed():
     tracked = subprocess.run(["git", "ls-files"], cwd=paths.ROOT, capture_output=True, text=True)
     assert "gradebook.db" not in tracked.stdout.split()
+
+
+def test_pytest_collects_every_test_file():
+    listing = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "tests"],
+        cwd=paths.ROOT,
+        capture_output=True,
+        text=True,
+    ).stdout
+    collected = {line.split("::", 1)[0] for line in listing.splitlines() if "::" in line}
+    on_disk = {str(p.relative_to(paths.ROOT)) for p in (paths.ROOT / "tests").rglob("test_*.py")}
+    assert on_disk - collected == set(), f"pytest never collects {sorted(on_disk - collected)}"
