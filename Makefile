@@ -5,7 +5,8 @@
 #                  this CPU's own, the plain (SSE) one, and MKL's reproducible branch;
 #                  make nbval-all adds AVX2, MKL's AVX2 and AVX-512 branches, oneDNN below AMX;
 #                  make nbval-PATH runs one path alone (PATH: one of NBVAL_PATHS below)
-#   make test-browser  a student's first failing test in JupyterLab, in headless Chromium
+#   make test-browser  a student's first failing test in JupyterLab, and a hostile submission's
+#                  feedback and formgrader pages, in headless Chromium
 #   make test-hub  a class on a real JupyterHub (deploy/), end to end with real Unix users;
 #                  needs root, configurable-http-proxy (npm) and setfacl (.ci/run installs them)
 #   make release   regenerate release/ and solutions/ from source/ with nbgrader
@@ -69,7 +70,7 @@ test: $(STAMP)
 	echo "make test: all checks passed in $$(( $$(date +%s) - start )) s"
 
 test-browser: $(STAMP)
-	$(BIN)/pytest tests/browser/jupyterlab_check.py
+	$(BIN)/pytest tests/browser/jupyterlab_check.py tests/browser/pages_check.py
 
 test-hub: $(STAMP)
 	COURSE_HUB_TEST=1 $(BIN)/pytest -s tests/deploy/test_hub.py

@@ -27,12 +27,14 @@ c.Autograde.sanitize_preprocessors = [
 ]
 # Every test cell runs in the grader's process, never in the student's kernel
 # (course/grading/judge.py).
-# Output beyond these limits is cut, so a submission that prints megabytes cannot bloat the
-# autograded notebooks or the feedback.
+# Student markdown and outputs keep only what a page shows without running anything; the rest
+# is shown as text (course/grading/pages.py). Every output beyond these limits is cut, so a
+# submission that prints megabytes cannot bloat the autograded notebooks or the feedback.
 c.Autograde.autograde_preprocessors = [
     "course.grading.judge.JudgeExecute",
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
+    "course.grading.pages.CleanSubmission",
     "course.grading.output_limits.LimitOutputSize",
     "nbgrader.preprocessors.SaveAutoGrades",
     "nbgrader.preprocessors.AssignLatePenalties",
@@ -41,11 +43,21 @@ c.Autograde.autograde_preprocessors = [
 c.LimitOutputSize.max_lines = 1000
 c.LimitOutputSize.max_traceback = 100
 c.LimitOutputSize.max_characters = 100_000
+c.LimitOutputSize.max_cell_characters = 2_000_000  # all of a cell's outputs, figures included
 
-# Feedback shows which hidden test failed and its message, never the hidden tests' code.
+# The pages that show a submission, the formgrader's and the feedback, clean and cut it again
+# (a notebook autograded before these steps existed), and sanitize any HTML left.
+c.HTMLExporter.preprocessors = [
+    "course.grading.pages.CleanSubmission",
+    "course.grading.output_limits.LimitOutputSize",
+]
+c.HTMLExporter.sanitize_html = True
+
+# Feedback shows which hidden test failed and its message, never the hidden tests' code, and
+# loads no MathJax from a CDN (its math shows as TeX).
+c.GenerateFeedback.exporter_class = "course.grading.feedback.FeedbackExporter"
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
     "course.grading.feedback.HideHiddenTests",
 ]
-

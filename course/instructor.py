@@ -25,7 +25,7 @@ from nbgrader.api import MissingEntry
 from course.build import gradebook_db, notebooks, paths
 from course.build.nbgrader_run import nbgrader
 from course.build.release import generate_release
-from course.grading import integrity, sandbox
+from course.grading import cgroups, integrity, sandbox
 from course.grading import pool as grading_pool
 from course.lms import formats
 from course.lms.collect import collect_export, read_manifest
@@ -132,7 +132,8 @@ def autograde(
     review = reviewed(assignment, students, root)
     if not ok:
         review.extend(["nbgrader errors:", *error_lines(outcomes)[-20:]])
-    return ok, "\n".join(lines + review)
+    limits = [f"  {cgroups.mode().describe()}"] if sandboxed else []
+    return ok, "\n".join(lines + limits + review)
 
 
 def error_lines(outcomes):

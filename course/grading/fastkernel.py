@@ -15,12 +15,10 @@ import atexit
 import json
 import os
 import select
-import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from queue import Empty
@@ -30,6 +28,7 @@ import zmq.asyncio
 from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.manager import AsyncKernelManager
 from jupyter_client.provisioning import LocalProvisioner
+from jupyter_client.session import Session
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, default
 
@@ -40,6 +39,7 @@ from course.grading import sandbox, zygote
 MAX_MESSAGE_BYTES = 64 * 2**20
 KILL_WAIT_SECONDS = 1
 IOPUB_JOIN_SECONDS = 0.02
+READY_SECONDS = 60  # for a starting kernel to answer
 RECONNECT_MILLISECONDS = 10
 _link = None
 _shared_lost = False
@@ -231,22 +231,57 @@ class ForkingKernelManager(AsyncKernelManager):
         return bounded_context(zmq.asyncio.Context)
 
     async def _async_pre_start_kernel(self, **kwargs):
-        """Give a sandboxed kernel a private folder for its connection file and Unix sockets."""
-        if self.sandbox and self.ipc_dir is None:
-            folder = Path(tempfile.mkdtemp(prefix="course-sandbox-"))
-            self.ipc_dir = str(folder / "ipc")
-            os.mkdir(self.ipc_dir, 0o700)
-            self.transport = "ipc"
-            self.ip = f"{self.ipc_dir}/kernel"
-            self.connection_file = f"{self.ipc_dir}/kernel.json"
+        """Give each start of a sandboxed kernel a fresh folder for its connection file and sockets.
+
+        The folder is at the same path at each start (the clients reconnect there), in a folder
+        of the grader's that no kernel can write; what the last kernel left there is removed
+        first, so that nothing a kernel wrote is ever used again.
+        """
+        if self.sandbox:
+            if self.ipc_dir is None:
+                self.ipc_dir = str(sandbox.new_kernel_folder() / "ipc")
+                self.transport = "ipc"
+                self.ip = f"{self.ipc_dir}/kernel"
+                self.connection_file = f"{self.ipc_dir}/kernel.json"
+            else:
+                sandbox.remove_socket_folder(self.ipc_dir)
+            sandbox.make_socket_folder(self.ipc_dir)
         return await super()._async_pre_start_kernel(**kwargs)
 
     async def _async_cleanup_resources(self, restart=False):
         """Remove the sandbox's folder once the kernel is gone for good."""
         await super()._async_cleanup_resources(restart=restart)
         if not restart and self.ipc_dir is not None:
-            shutil.rmtree(Path(self.ipc_dir).parent, ignore_errors=True)
+            sandbox.remove_socket_folder(self.ipc_dir)
+            sandbox.remove_tree(Path(self.ipc_dir).parent)
             self.ipc_dir = None
+
+    async def _async_post_start_kernel(self, **kwargs):
+        """Take a sandboxed kernel's socket folder back once the kernel has started.
+
+        The kernel answers only once it has made its sockets and rewritten its connection file,
+        and it runs no student code before a request arrives: none has been sent yet.
+        """
+        if self.sandbox and await self._answers():
+            names = [f"{os.path.basename(self.ip)}-{port}" for port in self.ports]
+            sandbox.lock_socket_folder(self.ipc_dir, names)
+        await super()._async_post_start_kernel(**kwargs)
+
+    async def _answers(self):
+        """True once the kernel answers; else False, and the kernel is dead (killed if it hung)."""
+        # A session of its own: a client sharing the manager's would share its socket identity,
+        # and the kernel would then ignore the one that nbclient reconnects after a restart.
+        session = Session(key=self.session.key, signature_scheme=self.session.signature_scheme)
+        client = self.client(session=session)
+        client.start_channels()
+        try:
+            await client.wait_for_ready(timeout=READY_SECONDS)
+            return True
+        except RuntimeError:  # its users find it dead, as they would have without this wait
+            self.provisioner.process.kill()
+            return False
+        finally:
+            client.stop_channels()
 
     async def _async_launch_kernel(self, kernel_cmd, **kwargs):
         """Swap in the forking provisioner, then launch as usual."""

@@ -1,10 +1,20 @@
-"""nbgrader preprocessor for the feedback students see: hidden tests show results, not code."""
+"""The feedback students see: hidden tests show results, not code; no script from a CDN.
 
+`HideHiddenTests` is an nbgrader preprocessor. `FeedbackExporter` writes the feedback HTML
+without MathJax, whose script would come from a CDN: math shows as its TeX source.
+"""
+
+from pathlib import Path
+
+from jinja2 import FileSystemLoader
+from nbconvert.exporters import HTMLExporter
 from nbgrader.preprocessors import NbGraderPreprocessor
+from traitlets import default
 
 from course.build.notebooks import HIDDEN_TESTS
 
 HIDDEN_PLACEHOLDER = "# (hidden tests: the code is not shown; their result is below)\n"
+TEMPLATES = Path(__file__).parent / "templates"  # a MathJax macro that loads nothing
 
 
 class HideHiddenTests(NbGraderPreprocessor):
@@ -22,3 +32,11 @@ class HideHiddenTests(NbGraderPreprocessor):
                 if output.output_type == "error":
                     output.traceback = [f"{output.ename}: {output.evalue}"]
         return cell, resources
+
+
+class FeedbackExporter(HTMLExporter):
+    """nbgrader's feedback page without MathJax."""
+
+    @default("extra_loaders")
+    def _extra_loaders_default(self):
+        return [FileSystemLoader(str(TEMPLATES))]

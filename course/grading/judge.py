@@ -15,7 +15,10 @@ student's code (test doubles passed into it, training loops, gradient probes) ar
 locked cells and marked with `utils.grading.in_kernel`; here they are proxies too.
 
 A kernel that hangs is interrupted, one that dies is restarted with the cells that ran before,
-and only the tests that needed it fail.
+and only the tests that needed it fail. Whatever a kernel sends, the grader refuses any part of a
+message over the budget of `course.grading.wire` before building it, and keeps no backlog of
+what it publishes: nbclient's IOPub socket is open only while a cell runs in the kernel, and the
+sockets of the grader's own link hold a few unread messages at most.
 """
 
 import ast
@@ -30,6 +33,7 @@ import time
 import uuid
 from pathlib import Path
 
+import zmq
 from jupyter_client.blocking import BlockingKernelClient
 from jupyter_core.utils import run_sync
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
@@ -85,10 +89,16 @@ IOPUB_LOST = "Timeout waiting for IOPub output"  # nbclient's words
 DROPPED_OUTPUT = (
     "The autograder dropped an output of this cell: one message was larger than 64 MiB.\n"
 )
+REFUSED_MESSAGE = "the grader refused a message from the kernel: {}"
+REFUSED_OUTPUT = "The autograder refused a message of this cell ({}): its outputs stop here.\n"
 INTERRUPT_GRACE_SECONDS = 5
 KILLED_WAIT_SECONDS = 5  # how long a killed kernel may take to end
 POLL_SECONDS = 0.05
 IOPUB_ATTEMPTS = 100
+# Each socket of the grader's link holds at most this many unread messages (of up to 64 MiB):
+# the kernel's replies are read as they come, and what it publishes between them is dropped.
+QUEUED_MESSAGES = 4
+READY_SECONDS = 60  # how long a new IOPub socket of nbclient waits for the kernel: no cell limit
 MAX_REPLY_CHARACTERS = MAX_MESSAGE_BYTES
 BUILTIN_NAMES = frozenset(dir(builtins))
 
@@ -115,9 +125,12 @@ class KernelLink:
         if self.client is not None:
             self.client.stop_channels()
         # A session of its own: nbclient's client and this one must not share a socket identity.
-        self.client = BlockingKernelClient(context=bounded_context())
+        context = bounded_context()
+        context.setsockopt(zmq.RCVHWM, QUEUED_MESSAGES)  # what it holds unread: a few messages
+        self.client = BlockingKernelClient(context=context)
         self.client.load_connection_info(self.executor.km.get_connection_info(session=False))
-        self.client.start_channels()
+        self.client.session.unpack = unpack_message_part
+        self.client.start_channels(stdin=False, hb=False, control=False)
         self.started = False
 
     def ensure_agent(self):
@@ -139,8 +152,7 @@ class KernelLink:
             self.wait_for_reply(msg_id)
             try:
                 while True:
-                    message = self.client.get_iopub_msg(timeout=POLL_SECONDS)
-                    if message.get("parent_header", {}).get("msg_id") == msg_id:
+                    if self.receive("iopub")["parent_header"].get("msg_id") == msg_id:
                         return
             except queue.Empty:
                 continue
@@ -156,7 +168,6 @@ class KernelLink:
 
         On the shell channel the reply is the execute reply; on iopub, the agent's comm message.
         """
-        receive = self.client.get_shell_msg if channel == "shell" else self.client.get_iopub_msg
         interrupted_at, checked_at = None, time.monotonic()
         while True:
             now = time.monotonic()
@@ -171,11 +182,11 @@ class KernelLink:
                 self.executor.kill_kernel()
                 raise KernelTrouble("your code did not stop when it was interrupted")
             try:
-                message = receive(timeout=POLL_SECONDS)
+                message = self.receive(channel)
             except queue.Empty:
                 checked_at = now - POLL_SECONDS  # quiet for a while: check the kernel next
                 continue
-            parent = message.get("parent_header", {}).get("msg_id")
+            parent = message["parent_header"].get("msg_id")
             if parent == msg_id and (channel == "shell" or message.get("msg_type") == "comm_msg"):
                 if interrupted_at is not None:
                     raise KernelTrouble(
@@ -184,6 +195,24 @@ class KernelLink:
                     )
                 return message["content"]
 
+    def receive(self, channel, timeout=POLL_SECONDS):
+        """The next message on the "shell" or "iopub" channel; queue.Empty after `timeout` s.
+
+        Whatever the kernel sends, parsing it can only fail the test that waits (MalformedReply,
+        which no test catches), and each part of it is refused before it is built when it is over
+        the budget of `course.grading.wire`.
+        """
+        get = self.client.get_shell_msg if channel == "shell" else self.client.get_iopub_msg
+        try:
+            message = get(timeout=timeout)
+        except queue.Empty:
+            raise
+        except Exception as error:  # noqa: BLE001 - a signature, a header: all the kernel's doing
+            raise MalformedReply(REFUSED_MESSAGE.format(f"{error!s:.200}")) from None
+        if not all(isinstance(message[part], dict) for part in ("parent_header", "content")):
+            raise MalformedReply(REFUSED_MESSAGE.format("its parts are not dicts"))
+        return message
+
     def request(self, operation, target, **fields):
         """Ask the agent for one value; raise what the student's code raised."""
         self.ensure_agent()
@@ -191,8 +220,15 @@ class KernelLink:
         message = self.client.session.msg(
             "comm_msg", {"comm_id": self.comm_id, "data": {"request": payload}}
         )
+        self.drop_published()
         self.client.shell_channel.send(message)
         return self.decode_reply(self.wait_for_reply(message["header"]["msg_id"], "iopub"))
+
+    def drop_published(self):
+        """Read and drop what the kernel published since the last reply, so the next finds room."""
+        with contextlib.suppress(queue.Empty):
+            for _ in range(2 * QUEUED_MESSAGES):
+                self.receive("iopub", timeout=0)
 
     def decode_reply(self, content):
         """The value in the agent's comm message, or the exception it describes raised here."""
@@ -200,8 +236,8 @@ class KernelLink:
             text = content["data"]["reply"]
         except (KeyError, TypeError):
             raise MalformedReply("the kernel sent no reply to the grader's request") from None
-        if not isinstance(text, str) or len(text) > MAX_REPLY_CHARACTERS:
-            raise MalformedReply("the kernel's reply is not text of a sensible size")
+        if not isinstance(text, str) or not text.isascii() or len(text) > MAX_REPLY_CHARACTERS:
+            raise MalformedReply("the kernel's reply is not ASCII text of a sensible size")
         try:
             reply = wire.loads(text)
         except (ValueError, MemoryError, RecursionError) as error:
@@ -227,6 +263,11 @@ class KernelLink:
         if not all(isinstance(name, str) for name in types):
             raise wire.MalformedValue("a handle's type names must be strings")
         return Remote(self, {"id": record["id"]}, types)
+
+
+def unpack_message_part(data):
+    """One part of a kernel's message (as `Session.unpack`), refused when over the wire's budget."""
+    return wire.loads(data if isinstance(data, str) else bytes(data).decode("utf8", "replace"))
 
 
 def remote_exception(record):
@@ -424,6 +465,12 @@ class JudgeExecute(ForkingExecute):
             if self.link is not None and self.link.client is not None:
                 self.link.client.stop_channels()
 
+    def create_kernel_manager(self):
+        """The kernel manager, whose clients refuse a message over the wire's budget unbuilt."""
+        km = super().create_kernel_manager()
+        km.session.unpack = unpack_message_part
+        return km
+
     def preprocess_cell(self, cell, resources, index):
         """Run one cell where it belongs."""
         if cell.cell_type != "code" or not cell.source.strip():
@@ -441,6 +488,7 @@ class JudgeExecute(ForkingExecute):
 
     def run_in_kernel(self, cell, index, locked=False):
         """Execute a cell in the kernel; restart the kernel if the cell killed it."""
+        self.open_iopub()
         try:
             cell = self.execute_cell(cell, index, store_history=True)
         except DeadKernelError:
@@ -460,17 +508,34 @@ class JudgeExecute(ForkingExecute):
         except CellTimeoutError as error:  # the reply came, but not the end of the outputs
             if IOPUB_LOST not in str(error):
                 raise
-            self.reopen_iopub()
             cell.outputs.append(new_output("stream", name="stderr", text=DROPPED_OUTPUT))
+        except wire.MalformedValue as error:  # a message over budget, refused before it was built
+            cell.outputs.append(
+                new_output("stream", name="stderr", text=REFUSED_OUTPUT.format(error))
+            )
+        finally:
+            self.close_iopub()
         if not any(output.output_type == "error" for output in cell.outputs):
             self.replay.append((cell.source, locked))
         return cell
 
-    def reopen_iopub(self):
-        """A new IOPub socket for nbclient: ZeroMQ does not reconnect one that dropped a message."""
+    def close_iopub(self):
+        """Close nbclient's IOPub socket: between its cells, nothing the kernel sends piles up.
+
+        (ZeroMQ also never reconnects one that dropped a message larger than 64 MiB.)
+        """
         self.kc.iopub_channel.stop()
         self.kc._iopub_channel = None  # the client makes a new channel on its next use
+
+    def open_iopub(self):
+        """Give nbclient an IOPub socket, if it has none, once the kernel's messages reach it."""
+        if self.kc._iopub_channel is not None:
+            return
         self.kc.iopub_channel.start()
+        try:
+            run_sync(self.kc.wait_for_ready)(timeout=self.timeout or READY_SECONDS)
+        except (RuntimeError, wire.MalformedValue) as error:  # the cell's own run tells why
+            self.log.warning("The kernel did not answer before a cell: %s", error)
 
     def run_here(self, source, grade_id):
         """Execute a locked (instructor) cell in the grader too, for its names and helpers."""

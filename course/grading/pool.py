@@ -22,7 +22,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from course.build.nbgrader_run import nbgrader_environment
-from course.grading import zygote
+from course.grading import sandbox, zygote
 
 # A submission still being graded after this long is stopped (each test already has its own
 # limit, c.Execute.timeout: this catches a grader that is stuck outside any test).
@@ -174,6 +174,7 @@ def grade_class(
     """Autograde `students` on `jobs` workers (None: every core); return {student: Outcome}."""
     jobs = min(checked_jobs(jobs), len(students))
     progress = progress or Progress(assignment, len(students))
+    sandbox.sweep_kernel_folders()  # what the kernels of a killed run left
     with zygote.shared() as address:
         environment = {**(environment or {}), **address}
         workers = [Worker(assignment, root, environment) for _ in range(jobs)]

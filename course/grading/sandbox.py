@@ -6,12 +6,20 @@ the kernel as process 1 of its new PID namespace, and reports that process's id.
 
 * sees a root of its own: Python, the installed packages and `utils` read-only, a private copy of
   the student's folder in a size-capped home, a size-capped /tmp, a few devices, its own /proc,
-  and the folder of its Unix sockets. Nothing else of the course, and no home of the instructor;
+  and the folder of its Unix sockets (`make_socket_folder`: a fresh, size-capped tmpfs for each
+  kernel when the grader is root, taken back once the kernel has made its sockets). Nothing
+  else of the course, and no home of the instructor;
 * has no network: its network namespace holds only a loopback that is down. The grader reaches
   it through jupyter_client's `ipc` transport (Unix sockets in that folder);
 * runs as an unprivileged user of its own (a user id no other sandbox has, when the grader is
   root; otherwise root of a user namespace with no capabilities), with no new privileges;
-* has limits on memory, processes, CPU time, file size and open files;
+* has its system calls filtered (`course.grading.syscall_filter`: no new namespace, no socket
+  but a Unix one, none of the kernel's more exposed interfaces) and, where Linux has Landlock,
+  may write only in its own folders, use no TCP and signal nothing outside
+  (`course.grading.landlock`);
+* has limits on memory, processes, CPU time, file size and open files, for each process, and
+  on memory, processes and CPU share for the sandbox whole, in a control group of its own where
+  the grader can make one (`course.grading.cgroups`);
 * dies whole: killing it (process 1) kills every process of its namespace, and it is killed when
   the zygote or the grader is gone.
 
@@ -24,12 +32,15 @@ import os
 import resource
 import shutil
 import signal
+import stat
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from course.build import paths
+from course.grading import cgroups, landlock, syscall_filter
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUTS = 0x04000000
@@ -39,9 +50,10 @@ CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
-MNT_DETACH = 2
+MNT_DETACH, UMOUNT_NOFOLLOW = 2, 8
 PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP = 1, 38, 24
-SYS_PIVOT_ROOT = 155  # x86_64
+FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+KERNEL_FOLDER_PREFIX = "course-sandbox-"  # then the id of the grader process that made it
 UID_BASE = 2_000_000_000  # sandbox user ids: UID_BASE + the pid of the process that made it
 HOME = "/home/student"
 SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc"]
@@ -61,6 +73,7 @@ KEPT_ENVIRONMENT = {
     "MKL_NUM_THREADS",
     "ATEN_CPU_CAPABILITY",
     "MKL_ENABLE_INSTRUCTIONS",
+    "MKL_CBWR",
     "ONEDNN_MAX_CPU_ISA",
     "PYDEVD_DISABLE_FILE_VALIDATION",
 }
@@ -73,11 +86,14 @@ class Limits:
     """What one sandboxed kernel may use."""
 
     memory_bytes: int = 4096 * MiB  # address space of each process
-    processes: int = 64  # processes and threads of its user
+    sandbox_memory_bytes: int = 4096 * MiB  # resident memory of the sandbox whole (control group)
+    processes: int = 64  # processes and threads of its user, and of its control group
     cpu_seconds: int = 900
     file_bytes: int = 32 * MiB  # largest file it may write
     open_files: int = 256
     tmp_bytes: int = 64 * MiB  # each of /tmp and the home folder
+    socket_folder_bytes: int = 1 * MiB  # the folder of its connection file and sockets
+    socket_folder_files: int = 64
 
 
 class SandboxError(RuntimeError):
@@ -142,14 +158,17 @@ def sandbox_environment(environment, home=HOME):
     }
 
 
-def enter(folder, ipc_dir, limits=Limits(), report=None):
+def enter(folder, ipc_dir, limits=Limits(), report=None, group=None):
     """In a freshly forked child: make the sandbox, become its process 1, return there.
 
     `folder` is copied into the sandbox's home and becomes the working directory; `ipc_dir` is
-    the folder of the kernel's connection file and sockets. `report(pid)` is called in this
-    (the outer) process with the id of the sandboxed process, which then waits for it and exits
-    with it: only the sandboxed process returns from this function.
+    the folder of the kernel's connection file and sockets (`make_socket_folder`). `report(pid)`
+    is called in this (the outer) process with the id of the sandboxed process, which then waits
+    for it and exits with it: only the sandboxed process returns from this function. Both first
+    join `group` (a `cgroups.Group`, or None), so every process of the sandbox starts there.
     """
+    if group is not None:
+        group.join()
     root = os.geteuid() == 0
     uid = UID_BASE + os.getpid() if root else 0
     outer_uid, outer_gid = os.geteuid(), os.getegid()
@@ -173,6 +192,8 @@ def enter(folder, ipc_dir, limits=Limits(), report=None):
     _drop_privileges(uid, root)
     # Process 1 dies with the process that forked it (set last: a change of user clears it).
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    syscall_filter.install()  # denies calls that the steps above made
+    landlock.install(ipc_dir)  # where Linux has Landlock: writes only where the kernel may
 
 
 def _wait_and_exit(pid, report):
@@ -223,10 +244,130 @@ def _build_root(new_root, folder, ipc_dir, uid, limits):
             (new_root / name).symlink_to(os.readlink(link))
     sockets = new_root / ipc_dir.relative_to("/")
     sockets.mkdir(parents=True, exist_ok=True)
-    for path in [ipc_dir, *ipc_dir.iterdir()]:
-        os.chown(path, uid, uid)
+    _hand_over(ipc_dir, uid)
     _bind(ipc_dir, sockets, writable=True)
     _mount(None, new_root, flags=MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+
+
+def _hand_over(ipc_dir, uid):
+    """Give the sandbox's user the socket folder and the grader's files in it, following no link."""
+    folder = os.open(ipc_dir, FOLDER_FLAGS)
+    try:
+        os.fchown(folder, uid, uid)
+        for name in os.listdir(folder):
+            os.chown(name, uid, uid, dir_fd=folder, follow_symlinks=False)
+    finally:
+        os.close(folder)
+
+
+def new_kernel_folder():
+    """A new private folder (mode 0700) for one kernel's socket folder and root."""
+    return Path(tempfile.mkdtemp(prefix=f"{KERNEL_FOLDER_PREFIX}{os.getpid()}-"))
+
+
+def sweep_kernel_folders():
+    """Remove the kernel folders that this user's ended grader processes left (e.g. killed)."""
+    for folder in Path(tempfile.gettempdir()).glob(f"{KERNEL_FOLDER_PREFIX}*-*"):
+        maker = folder.name.removeprefix(KERNEL_FOLDER_PREFIX).split("-")[0]
+        status = folder.lstat()
+        ours = stat.S_ISDIR(status.st_mode) and status.st_uid == os.geteuid()
+        if ours and maker.isdigit() and not cgroups.running(int(maker)):
+            remove_socket_folder(folder / "ipc")
+            remove_tree(folder)
+
+
+def make_socket_folder(ipc_dir, limits=Limits()):
+    """Make `ipc_dir`, empty, for one kernel start: a tmpfs with a size and a number of files.
+
+    Only root can mount it; otherwise the folder is a plain one, as large as its file system.
+    """
+    os.mkdir(ipc_dir, 0o700)
+    if os.geteuid() == 0:
+        size, files = limits.socket_folder_bytes, limits.socket_folder_files
+        options = f"size={size},nr_inodes={files},mode=700"
+        _mount("tmpfs", ipc_dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, options)
+
+
+def lock_socket_folder(ipc_dir, sockets):
+    """Take the socket folder back from a kernel that has made its `sockets` (names; root only).
+
+    The kernel can then no longer swap a socket for a link: what the grader connects to is
+    what the kernel made as it started, before any student code ran. SandboxError if one of
+    them is not a socket.
+    """
+    if os.geteuid() != 0:  # the kernel is the grader's own user: it would own the folder still
+        return
+    folder = os.open(ipc_dir, FOLDER_FLAGS)
+    try:
+        os.fchown(folder, os.geteuid(), os.getegid())
+        os.fchmod(folder, 0o700)
+        for name in sockets:
+            if not stat.S_ISSOCK(os.stat(name, dir_fd=folder, follow_symlinks=False).st_mode):
+                raise SandboxError(f"the kernel's {name} in {ipc_dir} is not a socket")
+    finally:
+        os.close(folder)
+
+
+def remove_socket_folder(ipc_dir):
+    """Remove `ipc_dir` and whatever a kernel left in it: unmount its tmpfs, remove the rest."""
+    if os.geteuid() == 0:
+        _libc.umount2(str(ipc_dir).encode(), MNT_DETACH | UMOUNT_NOFOLLOW)  # fails if not mounted
+    remove_tree(ipc_dir)
+
+
+def remove_tree(path):
+    """Remove the folder `path` and all in it: no link followed, no recursion, at any depth.
+
+    One folder is open at a time: the walk goes down by name and back up by "..", checking that
+    each folder it comes back to is the one it left.
+    """
+    try:
+        current = os.open(path, FOLDER_FLAGS)
+    except FileNotFoundError:
+        return
+    names, identities = [], [_identity(current)]
+    try:
+        while True:
+            child = _empty_but_one_folder(current)
+            if child is not None:
+                below = os.open(child, FOLDER_FLAGS, dir_fd=current)
+                os.close(current)
+                current = below
+                names.append(child)
+                identities.append(_identity(current))
+            elif names:
+                above = os.open("..", FOLDER_FLAGS, dir_fd=current)
+                os.close(current)
+                current = above
+                identities.pop()
+                if _identity(current) != identities[-1]:
+                    raise OSError(f"{path} was moved while it was being removed")
+                os.rmdir(names.pop(), dir_fd=current)
+            else:
+                break
+    finally:
+        os.close(current)
+    os.rmdir(path)
+
+
+def _identity(descriptor):
+    """(device, inode) of an open file."""
+    status = os.fstat(descriptor)
+    return status.st_dev, status.st_ino
+
+
+def _empty_but_one_folder(folder):
+    """Unlink every entry of the open `folder` but its folders; the name of one of them, or None."""
+    removed = True
+    while removed:  # a scan that removes entries may miss others: scan until one removes none
+        removed = False
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    return entry.name
+                os.unlink(entry.name, dir_fd=folder)
+                removed = True
+    return None
 
 
 def _make_devices(dev):
@@ -239,7 +380,8 @@ def _make_devices(dev):
     (dev / "fd").symlink_to("/proc/self/fd")
     for number, name in enumerate(["stdin", "stdout", "stderr"]):
         (dev / name).symlink_to(f"/proc/self/fd/{number}")
-    (dev / "shm").mkdir(mode=0o1777)
+    (dev / "shm").mkdir()
+    os.chmod(dev / "shm", 0o1777)  # mkdir's mode passes through the umask
 
 
 def _copy_folder(folder, target, uid):
@@ -258,7 +400,7 @@ def _copy_folder(folder, target, uid):
 def _pivot(new_root):
     """Make `new_root` the root, and the old root unreachable."""
     os.chdir(new_root)
-    _check(_libc.syscall(SYS_PIVOT_ROOT, b".", b"."), "pivot_root")
+    _check(_libc.pivot_root(b".", b"."), "pivot_root")
     _check(_libc.umount2(b".", MNT_DETACH), "umount old root")
     os.chdir("/")
 
@@ -299,7 +441,7 @@ def _drop_capabilities():
         _fields_ = [(name, ctypes.c_uint32) for name in ("effective", "permitted", "inheritable")]
 
     header, data = Header(0x20080522, 0), (Data * 2)()
-    _check(_libc.syscall(126, ctypes.byref(header), ctypes.byref(data)), "capset")
+    _check(_libc.capset(ctypes.byref(header), ctypes.byref(data)), "capset")
 
 
 def probe(timeout=20):
@@ -320,14 +462,14 @@ def probe(timeout=20):
     return False, reason
 
 
-def look_inside(folder, ipc_dir, look):
-    """Enter a sandbox in a forked child and run look() -> str there: (its text, error or "")."""
+def look_inside(folder, ipc_dir, look, group=None):
+    """Enter a sandbox (in `group`) in a forked child, run look() -> str there: (text, error)."""
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:
         os.close(read)
         try:
-            enter(folder, ipc_dir)
+            enter(folder, ipc_dir, group=group)
             answer = {"text": look(), "error": ""}
         except BaseException as error:  # noqa: BLE001 - the reason goes to the parent
             answer = {"text": "", "error": str(error) or type(error).__name__}
@@ -343,9 +485,7 @@ def look_inside(folder, ipc_dir, look):
 
 def _probe_main():
     """Make a sandbox around a scratch folder, check it from inside, print 'sandboxed'."""
-    import tempfile
-
-    with tempfile.TemporaryDirectory(prefix="course-sandbox-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="course-probe-") as scratch:
         folder, ipc_dir = Path(scratch) / "work", Path(scratch) / "ipc"
         folder.mkdir()
         ipc_dir.mkdir()
@@ -361,17 +501,12 @@ def _probe_main():
 
 
 def _check_inside(scratch):
-    """Raise unless the sandbox hides the outside, has no network and drops privileges."""
-    import socket
-
+    """Raise unless the sandbox hides the outside, drops privileges and filters system calls."""
     if os.path.exists(Path(scratch) / "root") or os.path.exists(__file__):
         raise SandboxError("the outside file system is visible")
     if _has_capabilities():
         raise SandboxError("privileges were not dropped")
-    with socket.socket() as probe_socket:
-        probe_socket.settimeout(1)
-        if probe_socket.connect_ex(("127.0.0.1", 9)) == 0:
-            raise SandboxError("the network is reachable")
+    syscall_filter.check()  # no user namespace, and no socket but a Unix one: no network
 
 
 def _has_capabilities():

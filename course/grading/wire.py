@@ -4,12 +4,15 @@ Only data crosses: None, booleans, numbers, strings, lists, tuples, dicts with s
 tensors (dtype, shape and raw bytes), dtypes, and handles (a number naming an object that stays
 in the kernel). This module runs on both sides: the grader sends its source to the kernel, so the
 two ends always speak the same format. It imports nothing but the standard library, NumPy and
-torch, and never unpickles or evaluates anything.
+torch, and never unpickles or evaluates anything. JSON text over a budget of values and nesting
+is refused before any of it is built (`check_budget`), and so is a tensor whose data does not fit
+its shape.
 """
 
 import base64
 import json
 import math
+import re
 
 import numpy as np
 import torch
@@ -32,10 +35,23 @@ DTYPES = {
 DTYPE_NAMES = {torch_dtype: name for name, (torch_dtype, _) in DTYPES.items()}
 MAX_DEPTH = 32
 MAX_ELEMENTS = 50_000_000
+MAX_DIMENSIONS = 64  # as torch's tensors
+# The most of one message that is ever built: the lab tests' values hold a few hundred JSON values
+# (a tensor is one string), and a level of a value is at most three levels of JSON (a dict's
+# record, its list of items, one item). Within this budget the objects of a message cost tens of
+# MB at most, beside its strings (no longer than the message: 64 MiB).
+MAX_JSON_VALUES = 100_000
+MAX_JSON_DEPTH = 3 * (MAX_DEPTH + 1) + 1
+# One JSON token: separators (group 1), an opening bracket (2), a closing one (3), else a value.
+JSON_TOKEN = re.compile(r'([\s,:]+)|([\[{])|([\]}])|"[^"]*"|[^\s\[\]{},:"]+')
 
 
 class MalformedValue(ValueError):
     """A value on the wire that does not follow the format."""
+
+
+class OverBudget(MalformedValue):
+    """JSON text with more values or deeper nesting than the grader ever builds."""
 
 
 def encode(value, handle_of, depth=0):
@@ -134,6 +150,19 @@ def _field(record, key, kind):
     return item
 
 
+def _tensor_shape(record):
+    """A tensor record's shape, checked to be at most MAX_DIMENSIONS sizes of MAX_ELEMENTS."""
+    shape = _field(record, "shape", list)
+    if len(shape) > MAX_DIMENSIONS or not all(
+        type(size) is int and 0 <= size <= MAX_ELEMENTS for size in shape
+    ):
+        raise MalformedValue(f"a tensor shape must be a list of sizes, got {shape!r:.80}")
+    count = math.prod(shape)
+    if count > MAX_ELEMENTS:
+        raise MalformedValue(f"a tensor of {count} elements is too large")
+    return shape
+
+
 def _decode_tensor(record):
     """A fresh tensor from its wire record, with every field checked."""
     if set(record) != {"t", "dtype", "shape", "grad", "param", "data"}:
@@ -141,18 +170,17 @@ def _decode_tensor(record):
     name = _field(record, "dtype", str)
     if name not in DTYPES:
         raise MalformedValue(f"unknown tensor dtype {name!r}")
-    shape = _field(record, "shape", list)
-    if not all(type(size) is int and size >= 0 for size in shape):
-        raise MalformedValue(f"a tensor shape must be a list of sizes, got {shape!r:.80}")
-    count = math.prod(shape)
-    if count > MAX_ELEMENTS:
-        raise MalformedValue(f"a tensor of {count} elements is too large")
+    shape = _tensor_shape(record)
     torch_dtype, wire_dtype = DTYPES[name]
+    size = math.prod(shape) * np.dtype(wire_dtype).itemsize
+    text = _field(record, "data", str)
+    if len(text) != 4 * -(-size // 3):  # checked before decoding: no bytes built for nothing
+        raise MalformedValue(f"tensor data has {len(text)} base64 characters for shape {shape}")
     try:
-        data = base64.b64decode(_field(record, "data", str), validate=True)
+        data = base64.b64decode(text, validate=True)
     except ValueError as error:
         raise MalformedValue(f"tensor data is not base64: {error}") from None
-    if len(data) != count * np.dtype(wire_dtype).itemsize:
+    if len(data) != size:
         raise MalformedValue(f"tensor data has {len(data)} bytes for shape {shape} of {name}")
     array = np.frombuffer(data, dtype=wire_dtype).reshape(shape).copy()
     tensor = torch.from_numpy(array)
@@ -170,9 +198,10 @@ def dumps(value):
 
 
 def loads(text):
-    """The encoded value in JSON text; MalformedValue when it is not JSON."""
+    """The encoded value in JSON text; MalformedValue when it is not JSON or over the budget."""
     if not isinstance(text, str):
         raise MalformedValue(f"expected JSON text, got {type(text).__name__}")
+    check_budget(text)
     try:
         return json.loads(text, parse_constant=_no_constant)
     except (ValueError, RecursionError) as error:
@@ -182,3 +211,26 @@ def loads(text):
 def _no_constant(name):
     """Refuse NaN and Infinity literals: special floats travel tagged."""
     raise ValueError(f"bare {name} is not allowed")
+
+
+def check_budget(text):
+    """Refuse JSON text over MAX_JSON_VALUES or MAX_JSON_DEPTH, counting without building it."""
+    values = depth = 0
+    for token in JSON_TOKEN.finditer(without_escapes(text)):
+        kind = token.lastindex
+        if kind == 3:
+            depth -= 1
+            if depth < 0:
+                raise MalformedValue("not valid JSON: a bracket closes nothing")
+        elif kind != 1:
+            values += 1
+            depth += kind == 2
+            if values > MAX_JSON_VALUES:
+                raise OverBudget(f"JSON text of more than {MAX_JSON_VALUES} values")
+            if depth > MAX_JSON_DEPTH:
+                raise OverBudget(f"JSON text nested more than {MAX_JSON_DEPTH} levels deep")
+
+
+def without_escapes(text):
+    """`text` without the escapes of its strings, so that each of its quotes opens or ends one."""
+    return text.replace("\\\\", "").replace('\\"', "") if "\\" in text else text

@@ -18,7 +18,9 @@ A request is one JSON line, {"argv", "cwd", "env", "ipc_dir"}; the answer is one
 are answered in order; while one kernel enters its sandbox, the zygote serves the others (its
 own share of each kernel is the fork, about 7 ms, so one zygote keeps many workers busy). The
 kernels forked for a connection are killed when it closes, one still starting too, and every
-kernel when the zygote ends: when its standard input (its lifeline) reaches end of file.
+kernel when the zygote ends: when its standard input (its lifeline) reaches end of file. Each
+sandboxed kernel gets a control group of its own where one can be made (`course.grading.cgroups`),
+removed with every process in it once the kernel has ended.
 
 The zygote runs no student code, and imports nothing of nbgrader or of the grader: its memory
 is every kernel's. It gets no secret of the instructor's environment.
@@ -38,7 +40,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from course.build import paths
-from course.grading import sandbox
+from course.grading import cgroups, sandbox
 
 PRELOAD = [
     "numpy",
@@ -147,8 +149,9 @@ class Client:
     requests: deque = field(default_factory=deque)  # complete requests not yet started
     report: int | None = None  # the pipe on which the kernel it waits for reports
     child: int | None = None  # a pidfd of that kernel's process, until it reports
+    group: cgroups.Group | None = None  # that kernel's control group, until it reports
     heard: bytes = b""  # what that kernel has reported so far
-    kernels: set = field(default_factory=set)  # the pidfds of the kernels forked for it
+    kernels: dict = field(default_factory=dict)  # {pidfd: control group} of the kernels it got
 
 
 class Zygote:
@@ -225,16 +228,21 @@ class Zygote:
             request = json.loads(request)
         except ValueError:
             return {"error": "the request is not JSON"}
+        try:
+            group = cgroups.create(sandbox.Limits()) if request.get("ipc_dir") else None
+        except OSError as error:
+            return {"error": f"cannot make the kernel's control group: {error}"}
         read, write = os.pipe()
         self.forked = True
         gc.freeze()  # the kernel's collections skip what it shares with the zygote
         child = os.fork()
         if child == 0:
             os.close(read)
-            _start_kernel(request, write)
+            _start_kernel(request, write, group)
         os.close(write)
         # The child reports once it has entered its sandbox; meanwhile other workers are served.
         client.report, client.child, client.heard = read, open_pidfd(child), b""
+        client.group = group
         self.selector.register(read, selectors.EVENT_READ, ("report", client))
         return None
 
@@ -245,10 +253,13 @@ class Zygote:
         if data and b"\n" not in client.heard:
             return
         line = client.heard.split(b"\n")[0].strip()
+        group = client.group
         self.stop_hearing(client)
         answer = json.loads(line) if line else {"error": "the kernel did not start"}
         if "pid" in answer:
-            self.track(client, answer["pid"])
+            self.track(client, answer["pid"], group)
+        else:
+            _remove(group)
         if self.answer(client, answer):
             self.next_request(client)
 
@@ -258,9 +269,11 @@ class Zygote:
             if kill:  # the sandbox's process 1 dies with this child
                 _kill(client.child)
             os.close(client.child)
+        if kill:
+            _remove(client.group)
         self.selector.unregister(client.report)
         os.close(client.report)
-        client.report = client.child = None
+        client.report = client.child = client.group = None
 
     def answer(self, client, answer):
         """Send `answer` to `client`; False if the worker has gone (its kernels are killed)."""
@@ -271,19 +284,20 @@ class Zygote:
             self.close(client)
             return False
 
-    def track(self, client, pid):
-        """Remember kernel `pid` as forked for `client`, by a pidfd that cannot name another."""
+    def track(self, client, pid, group):
+        """Remember kernel `pid` (in `group`) as forked for `client`, by a pidfd naming no other."""
         pidfd = open_pidfd(pid)
         if pidfd is None:  # it has already ended
+            _remove(group)
             return
-        client.kernels.add(pidfd)
+        client.kernels[pidfd] = group
         self.selector.register(pidfd, selectors.EVENT_READ, ("kernel", client))  # once it ends
 
     def forget(self, client, pidfd):
-        """Stop tracking one of `client`'s kernels, which has ended."""
+        """Stop tracking one of `client`'s kernels, which has ended; remove its control group."""
         self.selector.unregister(pidfd)
         os.close(pidfd)
-        client.kernels.discard(pidfd)
+        _remove(client.kernels.pop(pidfd))
 
     def close(self, client):
         """Kill the kernels forked for `client`, and one still starting, then close it."""
@@ -302,6 +316,16 @@ class Zygote:
             self.close(client)
 
 
+def _remove(group):
+    """Remove a kernel's control group (None: it has none), killing what is left in it."""
+    if group is None:
+        return
+    try:
+        group.remove()
+    except OSError as error:  # the zygote goes on serving; the group is left behind
+        print(f"cannot remove the control group {group.folders[0]}: {error}", file=sys.stderr)
+
+
 def _kill(pidfd):
     """Kill the process of `pidfd`, unless it has just ended."""
     with contextlib.suppress(ProcessLookupError):
@@ -316,8 +340,8 @@ def open_pidfd(pid):
         return None
 
 
-def _start_kernel(request, report_fd):
-    """In the forked child: enter the sandbox if asked, report the kernel's pid, run it."""
+def _start_kernel(request, report_fd, group=None):
+    """In the forked child: enter the sandbox (in `group`) if asked, report the pid, run it."""
 
     def report(pid):
         os.write(report_fd, json.dumps({"pid": pid}).encode() + b"\n")
@@ -325,7 +349,7 @@ def _start_kernel(request, report_fd):
 
     try:
         if request.get("ipc_dir"):
-            sandbox.enter(request["cwd"], request["ipc_dir"], report=report)
+            sandbox.enter(request["cwd"], request["ipc_dir"], report=report, group=group)
         else:
             report(os.getpid())
     except BaseException as error:  # noqa: BLE001 - the grader is told why, then this child ends
@@ -390,6 +414,7 @@ def main(argv=None):
     for module in PRELOAD:
         importlib.import_module(module)
     signal.signal(signal.SIGCHLD, lambda *_: _reap())
+    cgroups.sweep()  # the groups that a zygote killed before it could remove them left behind
     zygote = Zygote(channel)
     try:
         zygote.serve()

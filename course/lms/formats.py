@@ -26,6 +26,8 @@ import nbformat
 
 from course.build import notebooks, paths
 from course.grading.feedback import HideHiddenTests
+from course.grading.output_limits import LimitOutputSize
+from course.grading.pages import CleanSubmission
 
 LMS_NAMES = {"canvas": "Canvas", "moodle": "Moodle", "blackboard": "Blackboard"}
 BLACKBOARD = re.compile(
@@ -316,11 +318,10 @@ def read_text(path):
 
 
 def feedback_notebook(autograded_path, grades, assignment):
-    """The autograded notebook with hidden-test code hidden and the scores on top."""
+    """The autograded notebook, cleaned and cut as feedback pages are, with the scores on top."""
     nb = notebooks.read(autograded_path)
-    hide = HideHiddenTests()
-    for index, cell in enumerate(nb.cells):
-        hide.preprocess_cell(cell, {}, index)
+    for step in (CleanSubmission(), LimitOutputSize(), HideHiddenTests()):
+        nb, _ = step.preprocess(nb, {})
     order = [notebooks.nbgrader_meta(cell).get("grade_id") for cell in nb.cells]
     grades = sorted(grades, key=lambda grade: order.index(grade[0]) if grade[0] in order else 0)
     lines = [f"# Feedback on {assignment}", "", "| cell | points |", "|---|---|"]

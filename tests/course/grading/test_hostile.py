@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import zipfile
 from pathlib import Path
@@ -23,6 +24,7 @@ from pathlib import Path
 import pytest
 import zmq
 from catalogue import mistakes
+from jupyter_core.utils import run_sync
 from nbgrader.api import Gradebook
 
 from course.build import notebooks, paths
@@ -88,7 +90,7 @@ import ast
 class BlankTests(ast.NodeTransformer):
     def visit_Module(self, node):
         text = ast.unparse(node)
-        return ast.Module(body=[ast.Pass()], type_ignores=[]) if "check_" in text else node
+        return ast.Module(body=[ast.Pass()], type_ignores=[]) if "check_close" in text else node
 
 
 get_ipython().ast_transformers.append(BlankTests())
@@ -589,14 +591,14 @@ USES_NETWORK = """
 import socket
 for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
     port = {tcp_port} if kind == socket.SOCK_STREAM else {udp_port}
-    with socket.socket(socket.AF_INET, kind) as sock:
-        sock.settimeout(2)
-        try:
+    try:
+        with socket.socket(socket.AF_INET, kind) as sock:  # refused by the system call filter
+            sock.settimeout(2)
             sock.connect(("127.0.0.1", port))
             sock.send(b"{mark}")
             print("SENT", kind)
-        except OSError as error:
-            print("network refused:", kind, type(error).__name__)
+    except OSError as error:
+        print("network refused:", kind, type(error).__name__)
 interfaces = [line.split(":")[0].strip() for line in open("/proc/net/dev").readlines()[2:]]
 routes = open("/proc/net/route").readlines()[1:]
 print("interfaces:", interfaces, "routes:", len(routes))
@@ -936,3 +938,211 @@ def test_a_module_planted_in_the_working_folder_never_runs_in_the_probe(tmp_path
     (tmp_path / "resource.py").write_text(PLANTED.format(marker=str(tmp_path / "ran")))
     assert sandbox.probe() == (True, "")
     assert not (tmp_path / "ran").exists()
+
+
+# Kernels under the student's control (the allowlist is off) that answer the grader's requests
+# about softmax with 60 MB of JSON lists, as the agent's reply text or as the comm message itself,
+# that display 60 MB of them, or that print 60 MB thirty times in each call: the grader refuses
+# what is over its budget unbuilt, keeps no backlog of messages, and only the tests that needed
+# that value fail.
+ANSWERS_SOFTMAX_WITH = """
+manager = get_ipython().kernel.comm_manager
+register = manager.register_target
+
+
+def register_and_wrap(name, listen):
+    answer_honestly = listen.__self__.run
+
+    def answer(request):
+        return {reply} if '"softmax"' in request else answer_honestly(request)
+
+    listen.__self__.run = answer
+    register(name, listen)
+
+
+manager.register_target = register_and_wrap
+"""
+HOSTILE_REPLIES = {
+    "replies_60_mb_of_lists": "'{\"value\": [' + '[], ' * 15_000_000 + '[]]}'",
+    "sends_60_mb_of_lists": "[[]] * 15_000_000",
+}
+DISPLAYS_60_MB_OF_LISTS = """
+from IPython.display import publish_display_data
+
+publish_display_data({"application/json": [[]] * 15_000_000})
+"""
+PRINTS_60_MB_PER_CALL = """
+import sys
+
+
+def softmax(scores, dim=-1):
+    for _ in range(30):
+        print("x" * 60_000_000)
+        sys.stdout.flush()
+    return scores.softmax(dim)
+"""
+GRADER_MEMORY_LIMIT_MB = 1024  # the most a submission may add to the grader's peak memory
+
+
+def grader_processes():
+    """Process ids of this process's descendants that run outside any sandbox."""
+    parents, uids = {}, {}
+    for entry in Path("/proc").iterdir():
+        try:
+            status = (entry / "status").read_text() if entry.name.isdigit() else ""
+        except OSError:
+            continue
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        if "PPid" in fields and "Uid" in fields:
+            parents[int(entry.name)] = int(fields["PPid"])
+            uids[int(entry.name)] = int(fields["Uid"].split()[0])
+    found, frontier = [], [os.getpid()]
+    while frontier:
+        children = [pid for pid, parent in parents.items() if parent in frontier]
+        found += [pid for pid in children if uids[pid] < sandbox.UID_BASE]
+        frontier = children
+    return found
+
+
+def peak_memory_mb(pid):
+    """The peak resident memory of process `pid` so far, in MB (0 once it has gone)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0
+    lines = [line for line in status.splitlines() if line.startswith("VmHWM:")]
+    return int(lines[0].split()[1]) / 1024 if lines else 0
+
+
+def graded_with_peak_memory(folder, submissions):
+    """`graded_course` without the allowlist, with the largest peak memory of its graders (MB)."""
+    peak, done = [0.0], threading.Event()
+
+    def sample():
+        while not done.wait(0.1):
+            peak[0] = max([peak[0], *map(peak_memory_mb, grader_processes())])
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    try:
+        course = graded_course(folder, submissions, WITHOUT_ALLOWLIST)
+    finally:
+        done.set()
+        sampler.join()
+    return {**course, "peak_mb": peak[0]}
+
+
+@pytest.fixture(scope="module")
+def hostile_replies(tmp_path_factory):
+    """Lab 01 graded for an honest student alone, then beside kernels that send 60 MB replies."""
+
+    def honest_only(release, answers, root):
+        return {"honest": {NOTEBOOK: fill(release, answers)}}
+
+    def with_hostile_kernels(release, answers, root):
+        def answered(softmax):
+            return {NOTEBOOK: fill(release, {**answers, "softmax": softmax})}
+
+        replies = {
+            student: answered(answers["softmax"] + ANSWERS_SOFTMAX_WITH.format(reply=reply))
+            for student, reply in HOSTILE_REPLIES.items()
+        }
+        displays = answered(answers["softmax"] + DISPLAYS_60_MB_OF_LISTS)
+        prints = answered(PRINTS_60_MB_PER_CALL)
+        return {
+            **honest_only(release, answers, root),
+            **replies,
+            "displays_60_mb": displays,
+            "prints_60_mb_per_call": prints,
+            "prints_over_64_mib": answered(PRINTS_OVER_64_MIB),
+        }
+
+    honest = graded_with_peak_memory(tmp_path_factory.mktemp("honest"), honest_only)
+    hostile = graded_with_peak_memory(tmp_path_factory.mktemp("replies"), with_hostile_kernels)
+    return {"honest": honest, "hostile": hostile}
+
+
+@pytest.mark.parametrize("student", HOSTILE_REPLIES)
+def test_a_60_mb_reply_is_refused_and_costs_only_the_tests_that_read_it(hostile_replies, student):
+    course = hostile_replies["hostile"]
+    assert course["result"].returncode == 0, course["result"].stdout + course["result"].stderr
+    cells = scores(course, student)
+    assert all(cells[t] == 0 for t in SOFTMAX_TESTS), cells
+    assert all(cells[t] > 0 for t in LOG_SOFTMAX_TESTS), cells
+    output = autograded_output(course, student)
+    assert "JSON text of more than 100000 values" in output
+
+
+def test_60_mb_of_displayed_lists_are_refused_and_cost_no_point(hostile_replies):
+    course = hostile_replies["hostile"]
+    assert total(course, "displays_60_mb") == total(course, "honest") == 8
+    assert "The autograder refused a message of this cell" in autograded_output(
+        course, "displays_60_mb"
+    )
+
+
+FLOODS = {"prints_60_mb_per_call": "", "prints_over_64_mib": "one message was larger than 64 MiB"}
+
+
+@pytest.mark.parametrize("student", FLOODS)
+def test_floods_of_output_cost_only_their_own_tests(hostile_replies, student):
+    course = hostile_replies["hostile"]
+    cells = scores(course, student)
+    assert all(cells[t] > 0 for t in LOG_SOFTMAX_TESTS), cells
+    assert FLOODS[student] in autograded_output(course, student)
+
+
+def test_the_graders_peak_memory_under_60_mb_replies_stays_bounded(hostile_replies):
+    honest, hostile = hostile_replies["honest"]["peak_mb"], hostile_replies["hostile"]["peak_mb"]
+    print(f"grader peak memory: {honest:.0f} MB honest alone, {hostile:.0f} MB with 60 MB replies")
+    assert 0 < hostile < honest + GRADER_MEMORY_LIMIT_MB, (honest, hostile)
+
+
+# A kernel that tries to leave links in its socket folder, and to swap a socket for one, then
+# dies: the grader restarts it.
+PLANTS_LINKS = """
+import os
+planted = []
+for name in ("planted", "kernel.json.bak", "kernel-9"):
+    try:
+        os.symlink({target!r}, os.path.join({ipc_dir!r}, name))
+        planted.append(name)
+    except OSError:
+        pass
+try:
+    os.rename(os.path.join({ipc_dir!r}, "kernel-1"), os.path.join({ipc_dir!r}, "moved"))
+    planted.append("moved")
+except OSError:
+    pass
+assert not planted, planted
+"""
+
+
+def run_in_kernel(client, code):
+    """Run `code` through `client` (started) and wait for it to finish without an error."""
+    run_sync(client.wait_for_ready)(timeout=60)
+    reply = run_sync(client.execute_interactive)(code, timeout=60)
+    assert reply["content"]["status"] == "ok", reply["content"]
+
+
+def test_a_kernel_can_leave_no_link_in_its_socket_folder_nor_hand_over_a_file(tmp_path):
+    precious = tmp_path / "gradebook.db"
+    precious.write_text("grades")
+    (tmp_path / "work").mkdir()
+    manager = ForkingKernelManager()
+    run_sync(manager.start_kernel)(cwd=str(tmp_path / "work"))
+    ipc_dir = Path(manager.ipc_dir)
+    plants = PLANTS_LINKS.format(target=str(precious), ipc_dir=str(ipc_dir))
+    client = manager.client()  # kept across the restart, as nbclient keeps its own
+    client.start_channels()
+    try:
+        run_in_kernel(client, plants)
+        (ipc_dir / "left_before_the_restart").touch()
+        run_sync(manager.restart_kernel)(now=True)  # as after the kernel killed itself
+        run_in_kernel(client, plants)
+        assert not (ipc_dir / "left_before_the_restart").exists()  # a fresh folder
+        assert precious.stat().st_uid == os.getuid() and precious.read_text() == "grades"
+    finally:
+        client.stop_channels()
+        run_sync(manager.shutdown_kernel)(now=True)
+    assert not ipc_dir.parent.exists()

@@ -130,6 +130,164 @@ def test_missing_or_malformed_replies_fail_with_a_message(content):
     assert "reply" in str(raised.value)
 
 
+def nested(levels, make):
+    """A value nested `levels` deep, each level made by `make(inner)`."""
+    value = 1
+    for _ in range(levels):
+        value = make(value)
+    return value
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        (torch.randn(512, 512), torch.randn(4, 6, 8).double(), torch.ones(3, dtype=torch.bool)),
+        {f"w_{index}.weight": torch.randn(8, 8) for index in range(200)},
+        [0.5 * step for step in range(10_000)],
+        nested(wire.MAX_DEPTH, lambda inner: {"a": inner}),
+        nested(wire.MAX_DEPTH, lambda inner: (inner,)),
+        'a string with [brackets], {braces}, "quotes" and \\ backslashes: \\"[[',
+    ],
+    ids=["tensors", "parameters", "history", "deep dicts", "deep tuples", "punctuation"],
+)
+def test_the_budget_admits_every_value_the_tests_read(value):
+    back = round_trip(value)
+    assert str(back) == str(value)
+
+
+def test_the_budget_counts_each_string_as_one_value_whatever_it_holds():
+    text = wire.dumps(['[[[{,:\\"]]' * 1000, 'a\\"b\\\\'] * (wire.MAX_JSON_VALUES // 2 - 1))
+    wire.check_budget(text)
+    with pytest.raises(wire.OverBudget):
+        wire.check_budget(text[:-1] + ', "one more", 2]')
+
+
+@pytest.mark.parametrize(
+    ("text", "over"),
+    [
+        ("[" + "0, " * wire.MAX_JSON_VALUES + "0]", "values"),
+        ("[" + "[], " * wire.MAX_JSON_VALUES + "[]]", "values"),
+        ("[" + '{"a": 1}, ' * (wire.MAX_JSON_VALUES // 2) + "1]", "values"),
+        ("[" + '"ab", ' * wire.MAX_JSON_VALUES + '"ab"]', "values"),
+        ("[" * (wire.MAX_JSON_DEPTH + 1) + "]" * (wire.MAX_JSON_DEPTH + 1), "levels deep"),
+        ('{"a": ' * (wire.MAX_JSON_DEPTH + 1) + "1" + "}" * (wire.MAX_JSON_DEPTH + 1), "deep"),
+    ],
+    ids=["numbers", "empty lists", "small dicts", "short strings", "nested lists", "nested dicts"],
+)
+def test_json_over_the_budget_is_refused_naming_what_was_over(text, over):
+    with pytest.raises(wire.OverBudget, match=over):
+        wire.loads(text)
+    with pytest.raises(judge.MalformedReply, match=over):
+        judge.KernelLink(executor=None).decode_reply(reply(f'{{"value": {text}}}'))
+
+
+@pytest.mark.parametrize(
+    "text", ["]" * 1000 + "[" * 1000, '"unterminated [[[', "[1, 2", "{" + ":" * 10**6 + "}"]
+)
+def test_json_the_budget_cannot_parse_is_refused(text):
+    with pytest.raises(wire.MalformedValue):
+        wire.loads(text)
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        tensor_record(shape=[wire.MAX_ELEMENTS]),
+        tensor_record(shape=[1] * (wire.MAX_DIMENSIONS + 1)),
+        tensor_record(shape=[10**4000, 0]),
+        tensor_record(data="AAAA" * 1000),
+    ],
+    ids=["more elements than data", "too many dimensions", "a huge size", "more data than shape"],
+)
+def test_tensor_records_are_checked_against_their_data_before_decoding(record):
+    with pytest.raises(wire.MalformedValue, match="tensor"):
+        wire.decode(record, lambda record: None)
+
+
+def test_every_message_part_from_the_kernel_is_read_within_the_budget():
+    part = judge.unpack_message_part(b'{"data": {"reply": "[1]"}, "name": "caf\xc3\xa9"}')
+    assert part == {"data": {"reply": "[1]"}, "name": "caf\u00e9"}
+    with pytest.raises(wire.OverBudget, match="values"):
+        judge.unpack_message_part(b'{"data": {"reply": [' + b"[], " * 10**6 + b"[]]}}")
+    with pytest.raises(wire.MalformedValue):
+        judge.unpack_message_part(b'{"data": NaN}')
+
+
+class RefusingClient:
+    """A kernel client whose next message fails to parse with `error`."""
+
+    def __init__(self, error):
+        self.error = error
+
+    def get_iopub_msg(self, timeout):
+        raise self.error
+
+    get_shell_msg = get_iopub_msg
+
+
+@pytest.mark.parametrize(
+    "error",
+    [wire.OverBudget("JSON text of more than 100000 values"), ValueError("Invalid Signature")],
+)
+def test_a_message_the_grader_refuses_fails_the_waiting_test_with_a_message(error):
+    link = judge.KernelLink(executor=None)
+    link.client = RefusingClient(error)
+    with pytest.raises(judge.MalformedReply, match=f"refused a message from the kernel: {error}"):
+        link.receive("iopub")
+    assert not issubclass(judge.MalformedReply, Exception)  # no check_raises(ValueError) hides it
+
+
+def test_the_graders_kernel_clients_read_messages_within_the_budget():
+    import nbformat
+
+    execute = judge.JudgeExecute()
+    execute.nb = nbformat.v4.new_notebook()
+    manager = execute.create_kernel_manager()
+    assert manager.client().session.unpack is judge.unpack_message_part
+
+
+# Replies a kernel under the student's control can send (tests/course/grading/reply_memory.py),
+# and whether the grader accepts them as the agent's reply text.
+HOSTILE_REPLIES = {
+    "60 MB of empty lists": False,
+    "deeply nested lists": False,
+    "many small dicts": False,
+    "many short strings": False,
+    "a huge string": True,
+    "a huge wide string": True,
+    "a huge raw wide string": False,
+}
+
+
+def test_the_graders_peak_memory_stays_bounded_whatever_the_kernel_replies():
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from course.build.nbgrader_run import nbgrader_environment
+
+    script = Path(__file__).with_name("reply_memory.py")
+    result = subprocess.run(
+        [sys.executable, str(script), "a correct reply", *HOSTILE_REPLIES],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=nbgrader_environment(),
+    )
+    assert result.returncode == 0, result.stderr
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert len(rows) == 2 * (1 + len(HOSTILE_REPLIES))
+    correct_peak = max(growth for name, _, growth, _ in rows if name == "a correct reply")
+    for name, form, growth, outcome in rows:
+        print(f"{name}, {form}: peak growth {growth:.0f} MB, {outcome:.90}")
+        assert growth < correct_peak + 1024, (name, form, growth)
+        if form == "as its reply" and name in HOSTILE_REPLIES:
+            assert outcome.startswith("accepted") == HOSTILE_REPLIES[name], (name, outcome)
+        elif form == "as the message itself":
+            assert outcome.startswith("refused"), (name, outcome)
+
+
 def test_a_reply_of_the_wrong_type_fails_the_check_that_reads_it():
     from utils.grading import check_shape
 

@@ -30,7 +30,7 @@ from course.build.submissions import (
     solution_cells,
     submit,
 )
-from course.grading import pool
+from course.grading import cgroups, pool
 
 LAB = "01_softmax"
 NOTEBOOK = paths.lab_filename(LAB)
@@ -127,6 +127,7 @@ def test_the_summary_and_review_name_every_case(sequential):
     assert "renamed: not graded, no 01_softmax_lab.ipynb" in message, message
     assert "refused:" in message and "forbidden:" in message, message
     assert "forbidden: softmax, line 2: calls softmax, which this lab forbids" in message
+    assert f"  {cgroups.mode().describe()}" in message.splitlines(), message
 
 
 def test_each_grade_is_in_the_gradebook_once(sequential):

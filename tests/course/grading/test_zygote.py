@@ -11,7 +11,7 @@ import time
 import psutil
 import pytest
 
-from course.grading import fastkernel, zygote
+from course.grading import cgroups, fastkernel, sandbox, zygote
 
 
 def kernel_request(tmp_path, name):
@@ -153,7 +153,7 @@ SLOW_STARTING_ZYGOTE = """
 import json, os, signal, socket, sys, time
 from course.grading import zygote
 
-def start_kernel(request, report_fd):
+def start_kernel(request, report_fd, group=None):
     if request.get("fail"):
         os.write(report_fd, b'{"error": "cannot sandbox the kernel"}\\n')
         os._exit(1)
@@ -238,3 +238,30 @@ def test_a_kernel_that_fails_at_once_is_answered_and_the_zygote_goes_on(slow_zyg
         assert ask(connection, {"fail": True}) == {"error": "cannot sandbox the kernel"}
         pid = ask(connection, {"delay": 0})["pid"]
     assert fastkernel.exited(pid, 10)
+
+
+def control_group_folders(pid):
+    """The folders of the control group of process `pid` (one per hierarchy in use)."""
+    membership = cgroups.parse_membership(open(f"/proc/{pid}/cgroup").read())
+    name = os.path.basename(membership["" if cgroups.mode().kind == cgroups.V2 else "pids"])
+    return [parent / name for parent in cgroups.mode().parents]
+
+
+@pytest.mark.skipif(cgroups.mode().kind == cgroups.RLIMITS, reason="no control group here")
+def test_a_sandboxed_kernel_gets_a_control_group_removed_once_it_has_ended(shared_zygote, tmp_path):
+    ipc_dir = tmp_path / "ipc"
+    sandbox.make_socket_folder(ipc_dir)
+    request = {**kernel_request(ipc_dir, "kernel"), "cwd": str(tmp_path), "ipc_dir": str(ipc_dir)}
+    try:
+        with connect(shared_zygote) as connection:
+            pid = ask(connection, request)["pid"]
+            folders = control_group_folders(pid)
+            assert folders[0].name.startswith(cgroups.PREFIX)
+            assert all(folder.is_dir() for folder in folders)
+            os.kill(pid, signal.SIGKILL)
+            deadline = time.monotonic() + 10
+            while any(folder.exists() for folder in folders) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert not any(folder.exists() for folder in folders)
+    finally:
+        sandbox.remove_socket_folder(ipc_dir)

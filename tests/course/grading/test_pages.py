@@ -1,0 +1,328 @@
+"""What pages show of a hostile submission: markdown and outputs cleaned, every output cut.
+
+Unit tests of `course.grading.pages` and `course.grading.output_limits`, and of the pages the
+course's configuration renders; `tests/browser/pages_check.py` opens the real pages in Chromium.
+"""
+
+import copy
+import json
+from html.parser import HTMLParser
+from pathlib import Path
+
+import nbformat
+import nbgrader
+import pytest
+from nbconvert.exporters import HTMLExporter
+from nbformat.v4 import (
+    new_code_cell,
+    new_markdown_cell,
+    new_notebook,
+    new_output,
+    new_raw_cell,
+)
+from traitlets.config.loader import PyFileConfigLoader
+
+from course.build import paths
+from course.build.submissions import solution_cells
+from course.grading.feedback import FeedbackExporter
+from course.grading.output_limits import Budget, LimitOutputSize, cut_output
+from course.grading.pages import AS_TEXT_NOTE, CleanSubmission, markdown_is_inert
+from course.lms import formats
+
+LAB = "01_softmax"
+NBGRADER_PAGES = Path(nbgrader.__file__).parent / "server_extensions" / "formgrader"
+BOOTSTRAP_CSS = "static/node_modules/bootstrap/dist/css"
+LIMIT = 100_000
+HUGE = 3 * 1024 * 1024
+NOTE_SLACK = 1_000  # the note that says what was cut, and JSON punctuation
+PNG = (  # one pixel
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAC"
+    "hwGA60e6kgAAAABJRU5ErkJggg=="
+)
+RUN = "window.pwned=1"
+HOSTILE_MARKDOWN = {
+    "script": f"An answer <script>{RUN}</script>",
+    "onerror": f'<img src=x onerror="{RUN}">',
+    "javascript link": f"[see this](javascript:{RUN})",
+    "encoded javascript link": f"[see this](&#106;avascript:{RUN})",
+    "svg with script": f"<svg><script>{RUN}</script></svg>",
+    "svg onload": f'<svg onload="{RUN}"></svg>',
+    "iframe": f'<iframe src="javascript:{RUN}"></iframe>',
+    "object": '<object data="data:text/html,<script>parent.pwned=1</script>"></object>',
+    "mermaid block": f'```mermaid\n<img src=x onerror="{RUN}">\n```',
+    "data link": f"[x](data:text/html,<script>{RUN}</script>)",
+    "outside image": "![chart](http://127.0.0.1:9/pwned.png)",
+    "mathjax link": f"$\\href{{javascript:{RUN}}}{{x}}$",
+    "behind a comment": f"<!-- a comment --><script>{RUN}</script>",
+    "broken tag": f"<scr<script>ipt>{RUN}</script>",
+    "style": "<style>body { background: url(http://127.0.0.1:9/pwned.png) }</style>",
+}
+LEGITIMATE_MARKDOWN = [
+    "Softmax of $s$ is $e^{s_i} / \\sum_j e^{s_j}$, and $a < b$ when `x < y && z`.",
+    "| a | b |\n|:--|--:|\n| 1 | 2 |\n\n3. three\n4. four\n\n> quoted & kept",
+    "A [link](https://pytorch.org/docs) and a [section](#top), <https://example.org>.",
+    "```python\nweights = scores.softmax(dim=-1)  # <script> in code is text\n```",
+    "![attached figure](attachment:figure.png)",
+]
+
+
+def active_markup(html):
+    """The places in a page where markup could run a script or load something: a list."""
+    finder = ActiveMarkupFinder()
+    finder.feed(html)
+    finder.close()
+    return finder.found
+
+
+class ActiveMarkupFinder(HTMLParser):
+    """Collects scripts and styles that hold a payload, event handlers, script URLs and frames."""
+
+    def __init__(self):
+        super().__init__()
+        self.found = []
+        self.element = ""
+
+    def handle_starttag(self, tag, attrs):
+        """Note frames, objects, event handlers and URLs that run script or leave the page."""
+        if tag in ("iframe", "object", "embed", "svg"):
+            self.found.append(tag)
+        self.element = tag
+        for name, value in attrs:
+            address = "".join((value or "").split()).lower()
+            if name.startswith("on") or address.startswith(("javascript:", "data:text")):
+                self.found.append(f"{tag} {name}={value}")
+            if tag == "img" and name == "src" and not address.startswith("data:image/png"):
+                self.found.append(f"img src={value}")
+
+    def handle_data(self, data):
+        """Note a script or style element that holds a payload."""
+        if self.element in ("script", "style") and "pwned" in data:
+            self.found.append(f"{self.element} {data}")
+
+    def handle_endtag(self, tag):
+        """An element ends."""
+        self.element = ""
+
+
+def course_config():
+    """The course's nbgrader configuration, as the formgrader and the feedback load it."""
+    return PyFileConfigLoader("nbgrader_config.py", path=str(paths.ROOT)).load_config()
+
+
+def page(nb):
+    """A notebook rendered as the formgrader's exporter renders it, with the course's config."""
+    exporter = HTMLExporter(config=course_config(), template_name="classic")
+    return exporter.from_notebook_node(copy.deepcopy(nb))[0]
+
+
+def cleaned(nb):
+    """A copy of `nb` after CleanSubmission."""
+    return CleanSubmission().preprocess(copy.deepcopy(nb), {})[0]
+
+
+def rich_output(data, metadata=None, output_type="display_data"):
+    """A display_data (or execute_result) output."""
+    extra = {"execution_count": 1} if output_type == "execute_result" else {}
+    return new_output(output_type, data=data, metadata=metadata or {}, **extra)
+
+
+def hostile_outputs():
+    """Rich outputs a student's kernel can send: HTML, JavaScript, SVG, markdown, widgets."""
+    return [
+        rich_output(
+            {"text/html": f"<b>x</b><script>{RUN}</script>", "text/plain": "<Result>"},
+            output_type="execute_result",
+        ),
+        rich_output({"application/javascript": RUN}),
+        rich_output({"image/svg+xml": f"<svg><script>{RUN}</script></svg>"}),
+        rich_output({"text/markdown": f"<img src=x onerror='{RUN}'>"}),
+        rich_output({"text/html": f"<img src=x onerror='{RUN}'>"}, {"text/html": {"isolated": 1}}),
+        rich_output({"application/vnd.jupyter.widget-view+json": {"model_id": "x"}}),
+        rich_output({"image/png": f'"><script>{RUN}</script>'}),
+        rich_output({"text/latex": f"$\\href{{javascript:{RUN}}}{{x}}$"}),
+    ]
+
+
+def hostile_notebook():
+    """A submission with every hostile markdown cell and output, and legitimate ones."""
+    cells = [new_markdown_cell(source) for source in HOSTILE_MARKDOWN.values()]
+    cells += [new_markdown_cell(source) for source in LEGITIMATE_MARKDOWN]
+    cells[-1].attachments = {"figure.png": {"image/png": PNG, "image/svg+xml": "<svg/>"}}
+    cells.append(new_code_cell("show()", outputs=hostile_outputs()))
+    cells.append(new_raw_cell(f"<script>{RUN}</script>", metadata={"raw_mimetype": "text/html"}))
+    cells.append(
+        new_code_cell(
+            "figure()",
+            outputs=[rich_output({"image/png": PNG, "text/plain": "<Figure>"}, {"image/png": {}})],
+        )
+    )
+    nb = new_notebook(cells=cells)
+    nb.metadata.widgets = {"application/vnd.jupyter.widget-state+json": {"state": {}}}
+    return nb
+
+
+@pytest.mark.parametrize("name", HOSTILE_MARKDOWN)
+def test_hostile_markdown_is_shown_as_text(name):
+    source = HOSTILE_MARKDOWN[name]
+    nb = cleaned(new_notebook(cells=[new_markdown_cell(source)]))
+    assert not markdown_is_inert(source, {})
+    assert nb.cells[0].source.startswith(AS_TEXT_NOTE)
+    assert source in nb.cells[0].source
+    assert active_markup(page(nb)) == []
+
+
+@pytest.mark.parametrize("source", LEGITIMATE_MARKDOWN)
+def test_legitimate_markdown_is_kept_as_written(source):
+    attachments = {"figure.png": {"image/png": PNG}}
+    assert markdown_is_inert(source, attachments)
+    nb = new_notebook(cells=[new_markdown_cell(source, attachments=attachments)])
+    assert cleaned(nb).cells[0].source == source
+
+
+def test_the_courses_written_answers_are_kept_as_written():
+    answer = solution_cells(LAB)["written_stability"]
+    assert markdown_is_inert(answer, {})
+
+
+def test_a_text_version_stays_text_when_cleaned_again():
+    once = cleaned(hostile_notebook())
+    assert cleaned(once) == once
+
+
+def test_hostile_outputs_keep_only_text_and_real_images():
+    outputs = cleaned(hostile_notebook()).cells[-3].outputs
+    kept = [set(output.data) for output in outputs]
+    assert kept == [{"text/plain"}] * len(outputs)
+    assert outputs[0].data["text/plain"] == "<Result>"
+    assert outputs[1].data["text/plain"] == f"(application/javascript, shown as text)\n{RUN}"
+    assert all(output.metadata == {} for output in outputs)
+
+
+def test_images_plain_text_and_math_are_kept():
+    nb = cleaned(hostile_notebook())
+    assert nb.cells[-1].outputs[0].data == {"image/png": PNG, "text/plain": "<Figure>"}
+    assert nb.cells[-4].attachments == {"figure.png": {"image/png": PNG}}
+    math = {"text/latex": "$\\frac{1}{2}$", "text/plain": "1/2"}
+    nb = cleaned(new_notebook(cells=[new_code_cell(outputs=[rich_output(dict(math))])]))
+    assert nb.cells[0].outputs[0].data == math
+
+
+def test_raw_cells_and_widget_state_are_not_emitted():
+    nb = cleaned(hostile_notebook())
+    assert "widgets" not in nb.metadata
+    assert nb.cells[-2].metadata == {}
+
+
+def test_the_page_of_a_hostile_notebook_runs_nothing_and_shows_the_rest():
+    html = page(hostile_notebook())
+    assert active_markup(html) == []
+    assert f"data:image/png;base64,{PNG}" in html
+    assert "e^{s_i}" in html
+
+
+def test_the_page_check_sees_the_payloads_without_the_course_config():
+    raw = HTMLExporter(template_name="classic").from_notebook_node(hostile_notebook())[0]
+    assert len(active_markup(raw)) >= len(HOSTILE_MARKDOWN) // 2
+
+
+def test_the_feedback_page_loads_no_mathjax():
+    config = course_config()
+    config.HTMLExporter.template_name = "feedback"
+    config.HTMLExporter.extra_template_basedirs = [str(NBGRADER_PAGES / "templates")]
+    config.HTMLExporter.extra_template_paths = [str(NBGRADER_PAGES / BOOTSTRAP_CSS)]
+    resources = {"nbgrader": {"notebook": LAB, "score": 1, "max_score": 2, "late_penalty": 0}}
+    nb = hostile_notebook()
+    html = FeedbackExporter(config=config).from_notebook_node(nb, resources=resources)[0]
+    assert "cdnjs" not in html and "MathJax.Hub" not in html
+    assert "<script" not in html.lower()
+    assert active_markup(html) == []
+    assert "e^{s_i}" in html
+
+
+def output_size(output):
+    """Characters an output takes in a notebook file."""
+    return len(json.dumps(output))
+
+
+HUGE_OUTPUTS = {
+    "stream": lambda: new_output("stream", name="stdout", text="x" * HUGE),
+    "stream of one long line per print": lambda: new_output(
+        "stream", name="stdout", text=("y" * 9_000 + "\n") * 500
+    ),
+    "value": lambda: rich_output({"text/plain": "v" * HUGE}, output_type="execute_result"),
+    "html": lambda: rich_output({"text/html": "<p>" * HUGE, "text/plain": "<HTML>"}),
+    "javascript": lambda: rich_output({"application/javascript": "1;" * HUGE}),
+    "svg": lambda: rich_output({"image/svg+xml": "<svg>" + " " * HUGE + "</svg>"}),
+    "markdown": lambda: rich_output({"text/markdown": "m" * HUGE}),
+    "image": lambda: rich_output({"image/png": "A" * HUGE, "text/plain": "<Figure>"}),
+    "json": lambda: rich_output({"application/json": {"k": "j" * HUGE}}),
+    "many types": lambda: rich_output({f"text/x-{i}": "t" * 1000 for i in range(1000)}),
+    "long type name": lambda: rich_output({"text/" + "n" * HUGE: "t"}),
+    "metadata": lambda: rich_output({"text/plain": "x"}, {"image/png": {"m": "d" * HUGE}}),
+    "exception message": lambda: new_output(
+        "error", ename="ValueError", evalue="e" * HUGE, traceback=["ValueError: ..."]
+    ),
+    "exception name": lambda: new_output("error", ename="E" * HUGE, evalue="", traceback=[]),
+    "traceback": lambda: new_output(
+        "error", ename="RecursionError", evalue="", traceback=["t" * 50_000] * 100
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", HUGE_OUTPUTS)
+def test_every_kind_of_huge_output_is_cut(kind):
+    output = HUGE_OUTPUTS[kind]()
+    cut_output(output, LIMIT)
+    assert output_size(output) < LIMIT + NOTE_SLACK
+    assert "characters cut" in json.dumps(output)
+    nbformat.validate(new_notebook(cells=[new_code_cell(outputs=[output])]))
+
+
+def test_the_autograde_chain_cuts_every_output_of_a_cell():
+    outputs = [factory() for factory in HUGE_OUTPUTS.values()]
+    cell = new_code_cell(outputs=outputs)
+    nb = new_notebook(cells=[cell])
+    nb = CleanSubmission().preprocess(nb, {})[0]
+    nb = LimitOutputSize(max_characters=LIMIT).preprocess(nb, {})[0]
+    for output in nb.cells[0].outputs:
+        assert output_size(output) < LIMIT + NOTE_SLACK
+
+
+def test_a_cell_keeps_its_outputs_while_they_fit_and_says_how_many_it_dropped():
+    many = [rich_output({"text/plain": "<Figure>", "image/png": PNG}) for _ in range(10_000)]
+    cell = new_code_cell(outputs=many)
+    limits = LimitOutputSize(max_characters=LIMIT, max_cell_characters=LIMIT)
+    nb = limits.preprocess(new_notebook(cells=[cell]), {})[0]
+    outputs = nb.cells[0].outputs
+    assert 1 < len(outputs) < len(many)
+    assert sum(len(json.dumps(output)) for output in outputs) < LIMIT + NOTE_SLACK
+    assert f"{len(many) - len(outputs) + 1} more outputs of this cell dropped" in outputs[-1].text
+    nbformat.validate(nb)
+
+
+def test_small_outputs_are_not_touched():
+    outputs = [
+        new_output("stream", name="stdout", text="fine\n"),
+        rich_output({"text/plain": "tensor([0.1, 0.9])", "image/png": PNG}),
+        new_output("error", ename="ValueError", evalue="bad", traceback=["a", "", "b"]),
+    ]
+    before = copy.deepcopy(outputs)
+    for output in outputs:
+        cut_output(output, LIMIT)
+    assert outputs == before
+
+
+def test_a_negative_limit_is_refused():
+    with pytest.raises(ValueError, match="0 characters or more"):
+        Budget(-1)
+
+
+def test_the_lms_feedback_notebook_is_cleaned_and_cut(tmp_path):
+    nb = hostile_notebook()
+    nb.cells.append(new_code_cell(outputs=[HUGE_OUTPUTS["value"]()]))
+    path = tmp_path / "autograded.ipynb"
+    nbformat.write(nb, path)
+    feedback = formats.feedback_notebook(path, [("softmax", 1, 2)], LAB)
+    assert active_markup(page(feedback)) == []
+    assert all(output_size(o) < LIMIT + NOTE_SLACK for o in feedback.cells[-1].outputs)
+    assert feedback.cells[0].source.startswith(f"# Feedback on {LAB}")
