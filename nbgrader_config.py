@@ -44,6 +44,7 @@ c.LimitOutputSize.max_lines = 1000
 c.LimitOutputSize.max_traceback = 100
 c.LimitOutputSize.max_characters = 100_000
 c.LimitOutputSize.max_cell_characters = 2_000_000  # all of a cell's outputs, figures included
+c.LimitOutputSize.max_notebook_characters = 20_000_000  # all of a notebook's outputs
 
 # The pages that show a submission, the formgrader's and the feedback, clean and cut it again
 # (a notebook autograded before these steps existed), and sanitize any HTML left.

@@ -3,8 +3,9 @@
 Every output is cut, whatever its kind: a stream's text; an error's name, message and traceback
 lines; each type of a rich output's data (text cut, an image or JSON value kept whole or
 dropped) and its metadata. Each output keeps `max_characters` characters in all, plus a note
-saying how many were cut, and a cell keeps its outputs, in order, while they fit in
-`max_cell_characters`: those after are replaced by one note of how many were dropped.
+saying how many were cut; a cell keeps its outputs, in order, while they fit in
+`max_cell_characters`, and the notebook's cells while they fit in `max_notebook_characters`:
+the outputs after are replaced by one note of how many were dropped.
 """
 
 import json
@@ -14,7 +15,7 @@ from nbgrader.preprocessors import LimitOutput
 from traitlets import Integer
 
 CUT_NOTE = "... ({} characters cut)"
-DROPPED_NOTE = "... ({} more outputs of this cell dropped: the cell's outputs are too large)\n"
+DROPPED_NOTE = "... ({} more outputs of this cell dropped: over the size the grader keeps)\n"
 WHOLE_OR_NOTHING = ("image/", "application/json")  # values that make no sense cut short
 
 
@@ -25,6 +26,18 @@ class LimitOutputSize(LimitOutput):
     max_cell_characters = Integer(
         2_000_000, help="Most characters kept of all the outputs of one cell, images included"
     ).tag(config=True)
+    max_notebook_characters = Integer(
+        20_000_000, help="Most characters kept of all the outputs of a notebook, images included"
+    ).tag(config=True)
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.notebook_left = self.max_notebook_characters
+
+    def preprocess(self, nb, resources):
+        """Cut the outputs of every cell, the notebook's together to `max_notebook_characters`."""
+        self.notebook_left = self.max_notebook_characters
+        return super().preprocess(nb, resources)
 
     def preprocess_cell(self, cell, resources, index):
         """Cut the outputs of one cell to the line and character limits."""
@@ -32,7 +45,10 @@ class LimitOutputSize(LimitOutput):
         for output in cell.get("outputs", []):
             cut_output(output, self.max_characters)
         if "outputs" in cell:
-            cell.outputs = outputs_that_fit(cell.outputs, self.max_cell_characters)
+            limit = min(self.max_cell_characters, self.notebook_left)
+            cell.outputs = outputs_that_fit(cell.outputs, limit)
+            kept = sum(len(json.dumps(output)) for output in cell.outputs)
+            self.notebook_left = max(0, self.notebook_left - kept)
         return cell, resources
 
 

@@ -300,6 +300,18 @@ def test_a_cell_keeps_its_outputs_while_they_fit_and_says_how_many_it_dropped():
     nbformat.validate(nb)
 
 
+def test_a_notebook_keeps_its_cells_outputs_while_they_fit():
+    cells = [new_code_cell(outputs=[rich_output({"text/plain": "x" * 90_000})]) for _ in range(50)]
+    limits = LimitOutputSize(max_characters=LIMIT, max_notebook_characters=10 * LIMIT)
+    nb = limits.preprocess(new_notebook(cells=cells), {})[0]
+    kept = [cell for cell in nb.cells if "text/plain" in cell.outputs[0].get("data", {})]
+    assert 5 < len(kept) < 12
+    assert all("1 more outputs of this cell dropped" in cell.outputs[0].text
+               for cell in nb.cells[len(kept) + 1:])
+    assert len(json.dumps(nb)) < 10 * LIMIT + 50 * NOTE_SLACK
+    nbformat.validate(nb)
+
+
 def test_small_outputs_are_not_touched():
     outputs = [
         new_output("stream", name="stdout", text="fine\n"),
