@@ -464,23 +464,33 @@ def probe(timeout=20):
 
 def look_inside(folder, ipc_dir, look, group=None):
     """Enter a sandbox (in `group`) in a forked child, run look() -> str there: (text, error)."""
+
+    def entered():
+        enter(folder, ipc_dir, group=group)
+        return look()
+
+    text, error = in_child(entered)
+    return text or "", error
+
+
+def in_child(work):
+    """Run work() -> a JSON-ready value in a forked child: (its value or None, error or "")."""
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:
         os.close(read)
         try:
-            enter(folder, ipc_dir, group=group)
-            answer = {"text": look(), "error": ""}
+            answer = {"value": work(), "error": ""}
         except BaseException as error:  # noqa: BLE001 - the reason goes to the parent
-            answer = {"text": "", "error": str(error) or type(error).__name__}
+            answer = {"value": None, "error": str(error) or type(error).__name__}
         os.write(write, json.dumps(answer).encode())
         os._exit(0)
     os.close(write)
     with os.fdopen(read) as reply:
         text = reply.read()
     os.waitpid(pid, 0)
-    answer = json.loads(text) if text else {"text": "", "error": "the child wrote nothing"}
-    return answer["text"], answer["error"]
+    answer = json.loads(text) if text else {"value": None, "error": "the child wrote nothing"}
+    return answer["value"], answer["error"]
 
 
 def _probe_main():

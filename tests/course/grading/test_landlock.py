@@ -4,7 +4,6 @@ import errno
 import json
 import os
 import socket
-import traceback
 from pathlib import Path
 
 import nbformat
@@ -24,22 +23,8 @@ needs_abi_6 = pytest.mark.skipif(
 
 def in_confined_child(writable, look):
     """Fork; in the child allow writing beneath `writable` only, and return look() -> JSON value."""
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(read)
-        try:
-            answer = {"abi": landlock.restrict(writable), "value": look()}
-        except BaseException:  # noqa: BLE001 - the parent reports it
-            answer = {"error": traceback.format_exc()}
-        os.write(write, json.dumps(answer).encode())
-        os._exit(0)
-    os.close(write)
-    with os.fdopen(read) as reply:
-        text = reply.read()
-    os.waitpid(pid, 0)
-    answer = json.loads(text)
-    assert "error" not in answer, answer["error"]
+    answer, error = sandbox.in_child(lambda: {"abi": landlock.restrict(writable), "value": look()})
+    assert not error, error
     return answer
 
 

@@ -2,14 +2,12 @@
 
 import ctypes
 import errno
-import json
 import os
 import shutil
 import socket
 import subprocess
 import sys
 import threading
-import traceback
 from pathlib import Path
 
 import nbformat
@@ -28,25 +26,15 @@ PERSONALITY_QUERY = 0xFFFFFFFF
 
 def in_filtered_child(look, filtered=True):
     """Fork; in the child install the filter (if `filtered`) and return look() -> JSON value."""
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(read)
-        try:
-            if filtered:
-                syscall_filter.install()
-            answer = {"value": look()}
-        except BaseException:  # noqa: BLE001 - the parent reports it
-            answer = {"error": traceback.format_exc()}
-        os.write(write, json.dumps(answer).encode())
-        os._exit(0)
-    os.close(write)
-    with os.fdopen(read) as reply:
-        text = reply.read()
-    os.waitpid(pid, 0)
-    answer = json.loads(text)
-    assert "error" not in answer, answer["error"]
-    return answer["value"]
+
+    def work():
+        if filtered:
+            syscall_filter.install()
+        return look()
+
+    value, error = sandbox.in_child(work)
+    assert not error, error
+    return value
 
 
 def syscall(name, *arguments):
