@@ -13,11 +13,10 @@ import subprocess
 import sys
 import time
 import urllib.request
-from pathlib import Path
 
 import pytest
-from local_servers import CHROMIUM, SCREENSHOTS, free_port, launch_chromium
-from playwright.sync_api import expect, sync_playwright
+from local_servers import SCREENSHOTS, free_port
+from playwright.sync_api import expect
 
 from course.build import paths
 from course.build.nbgrader_run import nbgrader_environment
@@ -68,17 +67,6 @@ def server(tmp_path_factory):
     process.terminate()
     process.wait(timeout=30)
     log.close()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    """Headless Chromium."""
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"no Chromium at {CHROMIUM}: apt-get install chromium, or set CHROMIUM")
-    with sync_playwright() as playwright:
-        chromium = launch_chromium(playwright)
-        yield chromium
-        chromium.close()
 
 
 def open_lab(browser, server, notebook=LAB_NOTEBOOK):

@@ -24,9 +24,8 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from local_servers import CHROMIUM, SCREENSHOTS, free_port, launch_chromium
+from local_servers import SCREENSHOTS, free_port
 from nbconvert.exporters import HTMLExporter
-from playwright.sync_api import sync_playwright
 
 from course.build import gradebook_db, notebooks, paths
 from course.build.nbgrader_run import nbgrader_environment
@@ -213,17 +212,6 @@ def formgrader(course):
     process.terminate()
     process.wait(timeout=30)
     log.close()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    """Headless Chromium."""
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"no Chromium at {CHROMIUM}: apt-get install chromium, or set CHROMIUM")
-    with sync_playwright() as playwright:
-        chromium = launch_chromium(playwright)
-        yield chromium
-        chromium.close()
 
 
 def visit(browser, url, recorder, screenshot):
