@@ -218,6 +218,7 @@ class ForkingKernelManager(AsyncKernelManager):
 
     sandbox = Bool(True, help="Run each kernel in an OS sandbox (course.grading.sandbox)")
     ipc_dir = None
+    _pinned = ()  # descriptors of the running kernel's sockets (sandbox.pin_sockets)
 
     @default("client_factory")
     def _client_factory_default(self):
@@ -233,18 +234,21 @@ class ForkingKernelManager(AsyncKernelManager):
     async def _async_pre_start_kernel(self, **kwargs):
         """Give each start of a sandboxed kernel a fresh folder for its connection file and sockets.
 
-        The folder is at the same path at each start (the clients reconnect there), in a folder
-        of the grader's that no kernel can write; what the last kernel left there is removed
-        first, so that nothing a kernel wrote is ever used again.
+        The folder is at the same path at each start, in a folder of the grader's that no kernel
+        can write; what the last kernel left there is removed first, so that nothing a kernel
+        wrote is ever used again. The kernel binds its sockets there (`self.ip`); the grader's
+        clients connect through links of its own (`_async_post_start_kernel`).
         """
         if self.sandbox:
             if self.ipc_dir is None:
                 self.ipc_dir = str(sandbox.new_kernel_folder() / "ipc")
                 self.transport = "ipc"
-                self.ip = f"{self.ipc_dir}/kernel"
                 self.connection_file = f"{self.ipc_dir}/kernel.json"
             else:
+                sandbox.unpin_sockets(self._pinned)
                 sandbox.remove_socket_folder(self.ipc_dir)
+            self._pinned = []
+            self.ip = f"{self.ipc_dir}/kernel"
             sandbox.make_socket_folder(self.ipc_dir)
         return await super()._async_pre_start_kernel(**kwargs)
 
@@ -252,19 +256,25 @@ class ForkingKernelManager(AsyncKernelManager):
         """Remove the sandbox's folder once the kernel is gone for good."""
         await super()._async_cleanup_resources(restart=restart)
         if not restart and self.ipc_dir is not None:
+            sandbox.unpin_sockets(self._pinned)
+            self._pinned = []
             sandbox.remove_socket_folder(self.ipc_dir)
             sandbox.remove_tree(Path(self.ipc_dir).parent)
             self.ipc_dir = None
 
     async def _async_post_start_kernel(self, **kwargs):
-        """Take a sandboxed kernel's socket folder back once the kernel has started.
+        """Hold a sandboxed kernel's sockets once it has started, and connect only through them.
 
-        The kernel answers only once it has made its sockets and rewritten its connection file,
-        and it runs no student code before a request arrives: none has been sent yet.
+        The kernel answers only once it has made its sockets, and it runs no student code before
+        a request arrives: none has been sent yet. From then on the grader's clients reach these
+        sockets through links in the grader's own folder (`sandbox.pin_sockets`), whatever the
+        kernel puts in its socket folder later.
         """
         if self.sandbox and await self._answers():
             names = [f"{os.path.basename(self.ip)}-{port}" for port in self.ports]
-            sandbox.lock_socket_folder(self.ipc_dir, names)
+            links = Path(self.ipc_dir).parent / "links"
+            self._pinned = sandbox.pin_sockets(self.ipc_dir, names, links)
+            self.ip = str(links / os.path.basename(self.ip))
         await super()._async_post_start_kernel(**kwargs)
 
     async def _answers(self):

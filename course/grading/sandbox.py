@@ -288,24 +288,42 @@ def make_socket_folder(ipc_dir, limits=Limits()):
         _mount("tmpfs", ipc_dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, options)
 
 
-def lock_socket_folder(ipc_dir, sockets):
-    """Take the socket folder back from a kernel that has made its `sockets` (names; root only).
+def pin_sockets(ipc_dir, sockets, links_dir):
+    """Hold the kernel's `sockets` (names in `ipc_dir`) open, and link to them from `links_dir`.
 
-    The kernel can then no longer swap a socket for a link: what the grader connects to is
-    what the kernel made as it started, before any student code ran. SandboxError if one of
-    them is not a socket.
+    Called once the kernel has made its sockets, before any student code ran. Each socket is
+    opened without following links and checked to be one; `links_dir/<name>` then leads to that
+    open file through /proc, so the grader connects to what the kernel made as it started
+    whatever the kernel later puts in its folder. As root, the folder is also taken back from
+    the kernel. Returns the open descriptors (close them when the kernel is gone); SandboxError
+    if one of them is not a socket.
     """
-    if os.geteuid() != 0:  # the kernel is the grader's own user: it would own the folder still
-        return
     folder = os.open(ipc_dir, FOLDER_FLAGS)
+    pinned = []
     try:
-        os.fchown(folder, os.geteuid(), os.getegid())
-        os.fchmod(folder, 0o700)
+        if os.geteuid() == 0:
+            os.fchown(folder, os.geteuid(), os.getegid())
+            os.fchmod(folder, 0o700)
         for name in sockets:
-            if not stat.S_ISSOCK(os.stat(name, dir_fd=folder, follow_symlinks=False).st_mode):
+            pinned.append(os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=folder))
+            if not stat.S_ISSOCK(os.fstat(pinned[-1]).st_mode):
                 raise SandboxError(f"the kernel's {name} in {ipc_dir} is not a socket")
+    except BaseException:
+        unpin_sockets(pinned)
+        raise
     finally:
         os.close(folder)
+    remove_tree(links_dir)
+    os.mkdir(links_dir, 0o700)
+    for name, descriptor in zip(sockets, pinned, strict=True):
+        os.symlink(f"/proc/{os.getpid()}/fd/{descriptor}", os.path.join(links_dir, name))
+    return pinned
+
+
+def unpin_sockets(pinned):
+    """Close the descriptors that `pin_sockets` returned."""
+    for descriptor in pinned:
+        os.close(descriptor)
 
 
 def remove_socket_folder(ipc_dir):

@@ -1141,6 +1141,8 @@ def test_a_kernel_can_leave_no_link_in_its_socket_folder_nor_hand_over_a_file(tm
         run_sync(manager.restart_kernel)(now=True)  # as after the kernel killed itself
         run_in_kernel(client, plants)
         assert not (ipc_dir / "left_before_the_restart").exists()  # a fresh folder
+        assert not Path(client.ip).is_relative_to(ipc_dir)  # the grader's own links, pinned
+        assert all(descriptor >= 0 for descriptor in manager._pinned)
         assert precious.stat().st_uid == os.getuid() and precious.read_text() == "grades"
     finally:
         client.stop_channels()

@@ -7,10 +7,12 @@ import os
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 import pytest
+import zmq
 
 from course.grading import cgroups, sandbox
 
@@ -151,6 +153,59 @@ def test_links_in_the_socket_folder_hand_nothing_over_to_the_sandbox_user(tmp_pa
     assert precious.lstat().st_uid == 0 and ipc_dir.stat().st_uid == int(text)
     sandbox.remove_socket_folder(ipc_dir)
     assert precious.read_text() == "grades"
+
+
+def answer_from(url, context):
+    """The reply of whatever REP socket `url` reaches, to one request."""
+    client = context.socket(zmq.REQ)
+    client.setsockopt(zmq.LINGER, 0)
+    client.setsockopt(zmq.RCVTIMEO, 5000)
+    client.connect(url)
+    client.send(b"who?")
+    return client.recv()
+
+
+def serve_one(socket, answer):
+    """Answer one request on `socket` in a thread."""
+    thread = threading.Thread(target=lambda: (socket.recv(), socket.send(answer)))
+    thread.start()
+    return thread
+
+
+def test_a_kernel_that_swaps_its_socket_for_a_link_is_still_reached_through_the_pinned_one(
+    tmp_path,
+):
+    ipc_dir, links = tmp_path / "ipc", tmp_path / "links"
+    ipc_dir.mkdir()
+    context = zmq.Context()
+    try:
+        kernel = context.socket(zmq.REP)
+        kernel.bind(f"ipc://{ipc_dir}/kernel-1")
+        decoy = context.socket(zmq.REP)
+        decoy.bind(f"ipc://{tmp_path}/decoy")
+        pinned = sandbox.pin_sockets(ipc_dir, ["kernel-1"], links)
+        os.unlink(ipc_dir / "kernel-1")  # what a kernel that owns its folder can do
+        os.symlink(tmp_path / "decoy", ipc_dir / "kernel-1")
+        thread = serve_one(kernel, b"kernel")
+        assert answer_from(f"ipc://{links}/kernel-1", context) == b"kernel"
+        thread.join()
+        sandbox.unpin_sockets(pinned)
+    finally:
+        context.destroy(linger=0)
+
+
+def test_a_socket_folder_entry_that_is_not_a_socket_is_refused_and_nothing_is_held(tmp_path):
+    ipc_dir, precious = tmp_path / "ipc", tmp_path / "gradebook.db"
+    ipc_dir.mkdir()
+    precious.write_text("grades")
+    os.symlink(precious, ipc_dir / "kernel-1")
+    (ipc_dir / "kernel-2").write_text("")
+    opened = len(os.listdir("/proc/self/fd"))
+    for name in ("kernel-1", "kernel-2"):
+        with pytest.raises((sandbox.SandboxError, OSError)):
+            sandbox.pin_sockets(ipc_dir, [name], tmp_path / "links")
+    assert len(os.listdir("/proc/self/fd")) == opened
+    assert not (tmp_path / "links").exists()
 
 
 in_control_groups = pytest.mark.skipif(
