@@ -55,10 +55,13 @@ NBVAL_TEST_PATHS := native plain mkl-compatible
 
 .PHONY: lab test test-browser test-hub lint unit nbval nbval-all $(NBVAL_PATHS:%=nbval-%) release lectures bench autograde feedback grades collect clean
 
-$(STAMP): requirements.txt pyproject.toml
+$(STAMP): requirements.txt pyproject.toml jupyter-config/jupyter_server_config.d/utils.json
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	# Validate lists each cell's findings too (utils/validate_findings.py), in every server here.
+	install -D -m 644 jupyter-config/jupyter_server_config.d/utils.json \
+		$(VENV)/etc/jupyter/jupyter_server_config.d/utils.json
 	touch $(STAMP)
 
 lab: $(STAMP)

@@ -14,16 +14,16 @@ c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 c.Execute.timeout = 30
 c.Execute.interrupt_on_timeout = True
 
-# Autograde: test cells are restored from the gradebook (nbgrader's OverwriteCells), and a student
-# cell outside the allowlist (course/grading/integrity.py) is replaced by one that explains why it
-# did not run.
+# Autograde: test cells are restored from the gradebook (nbgrader's OverwriteCells), and each
+# student cell is read for findings (course/grading/findings.py: imports outside the lab's
+# modules, forbidden calls, ...), listed for you beside the grade. Every cell runs as written.
 c.Autograde.sanitize_preprocessors = [
     "nbgrader.preprocessors.ClearOutput",
     "nbgrader.preprocessors.DeduplicateIds",
     "nbgrader.preprocessors.OverwriteKernelspec",
     "nbgrader.preprocessors.OverwriteCells",
     "nbgrader.preprocessors.CheckCellMetadata",
-    "course.grading.integrity.EnforceAllowlist",
+    "course.grading.findings.ListFindings",
 ]
 # Every test cell runs in the grader's process, never in the student's kernel
 # (course/grading/judge.py).
@@ -50,6 +50,7 @@ c.LimitOutputSize.max_notebook_characters = 20_000_000  # all of a notebook's ou
 # (a notebook autograded before these steps existed), and sanitize any HTML left.
 c.HTMLExporter.preprocessors = [
     "course.grading.pages.CleanSubmission",
+    "course.grading.pages.ShowFindings",
     "course.grading.output_limits.LimitOutputSize",
 ]
 c.HTMLExporter.sanitize_html = True

@@ -25,7 +25,7 @@ from nbgrader.api import MissingEntry
 from course.build import gradebook_db, notebooks, paths
 from course.build.nbgrader_run import nbgrader
 from course.build.release import generate_release
-from course.grading import cgroups, integrity, sandbox
+from course.grading import cgroups, findings, sandbox
 from course.grading import pool as grading_pool
 from course.lms import formats
 from course.lms.collect import collect_export, read_manifest
@@ -147,16 +147,16 @@ def error_lines(outcomes):
 
 
 def reviewed(assignment, students, root):
-    """Lines naming, per student, the cells the allowlist refused and the forbidden calls."""
+    """Lines naming, per student, the findings about their cells (course/grading/findings.py)."""
     lines = []
     notebook = paths.lab_filename(assignment)
     for student in students:
         nb = executed_notebook(paths.autograded(root, student, assignment) / notebook)
         if nb is not None:
-            findings = nb.metadata.get(integrity.REVIEW_KEY, [])
-            lines.extend(f"  {student}: {finding}" for finding in findings)
+            listed = nb.metadata.get(findings.FINDINGS_KEY, [])
+            lines.extend(f"  {student}: {finding}" for finding in listed)
     if lines:
-        lines.insert(0, "to review (refused cells score 0; forbidden calls are for you to judge):")
+        lines.insert(0, "findings to review (every cell ran; no points depend on them):")
     return lines
 
 

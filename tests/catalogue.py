@@ -1,15 +1,36 @@
-"""The labs and their catalogues of typical mistakes (tests/mistakes/<assignment>.py)."""
+"""The labs and their catalogues of typical mistakes and of correct answers in other styles."""
 
 import runpy
+from dataclasses import dataclass
 from pathlib import Path
 
 from course.build import paths
 
 MISTAKES_DIR = Path(__file__).parent / "mistakes"
+IDIOMATIC_DIR = Path(__file__).parent / "idiomatic"
 ASSIGNMENTS = paths.assignments()
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A correct answer in another style: `code` replaces the solution cell `cell`."""
+
+    name: str
+    cell: str
+    code: str
+
+
+def catalogued(folder, assignment, listing):
+    """The list `listing` of a lab's catalogue file in `folder`, or [] when it has none."""
+    path = folder / f"{assignment}.py"
+    return runpy.run_path(str(path))[listing] if path.exists() else []
 
 
 def mistakes(assignment):
     """The catalogued mistakes of a lab, or [] when it has no catalogue."""
-    path = MISTAKES_DIR / f"{assignment}.py"
-    return runpy.run_path(str(path))["MISTAKES"] if path.exists() else []
+    return catalogued(MISTAKES_DIR, assignment, "MISTAKES")
+
+
+def idiomatic(assignment):
+    """The catalogued idiomatic correct variants of a lab, or [] when it has none."""
+    return catalogued(IDIOMATIC_DIR, assignment, "VARIANTS")

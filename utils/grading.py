@@ -18,6 +18,8 @@ import types
 import numpy as np
 import torch
 
+from utils.review import ipython_shell
+
 __all__ = [
     "check_close",
     "check_different",
@@ -421,11 +423,7 @@ def failure_lines(error):
 
 def show_failures_first():
     """In IPython, show a failed check as its message and hint, not a traceback through here."""
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return
-    shell = get_ipython()
+    shell = ipython_shell()
     if shell is None:
         return
 

@@ -7,6 +7,8 @@ import re
 import nbformat
 from nbclient import NotebookClient
 
+from utils.review import defined_names
+
 SOLUTION_MARKERS = re.compile(
     r"^[ \t]*(### (BEGIN|END) SOLUTION|=== (BEGIN|END) MARK SCHEME ===)[ \t]*\n?", re.MULTILINE
 )
@@ -137,11 +139,10 @@ def load_definitions(path, names):
     exec(compile(import_statements(cells[0].source), f"<{path} imports>", "exec"), namespace)
     wanted = set(names)
     for index, cell in enumerate(cells[1:], start=1):
-        body = ast.parse(cell.source).body
-        defined = {node.name for node in body if isinstance(node, ast.FunctionDef | ast.ClassDef)}
+        defined = defined_names(cell.source)
         if not defined & wanted:
             continue
-        if not all(isinstance(node, DEFINITIONS) for node in body):
+        if not all(isinstance(node, DEFINITIONS) for node in ast.parse(cell.source).body):
             raise ValueError(f"{path}: code cell {index} defines {sorted(defined & wanted)} "
                              "beside statements that are not definitions")
         exec(compile(cell.source, f"<{path} code cell {index}>", "exec"), namespace)

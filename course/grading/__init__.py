@@ -1,10 +1,10 @@
-"""How a submission is graded: sandboxed kernels forked from a zygote, the judge, the allowlist.
+"""How a submission is graded: sandboxed kernels forked from a zygote, the judge, the findings.
 
 `zygote` forks each kernel into a `sandbox` of its own (in a control group of its own: `cgroups`;
 its system calls filtered: `syscall_filter`, `landlock`),
 and `fastkernel` asks it for kernels on nbgrader's behalf; `judge.JudgeExecute` runs the test
 cells in the grader against the student's kernel (with `agent` and `wire` in the kernel);
-`integrity` filters cells; `pages`, `output_limits` and `feedback` are nbgrader preprocessors,
-`feedback.FeedbackExporter` writes the feedback page; `pool` and `worker` grade a class on every
-core. Imports `course.build` only.
+`findings` lists for the instructor what each student cell uses; `pages`, `output_limits` and
+`feedback` are nbgrader preprocessors, `feedback.FeedbackExporter` writes the feedback page;
+`pool` and `worker` grade a class on every core. Imports `course.build` only.
 """

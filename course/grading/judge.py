@@ -21,7 +21,6 @@ what it publishes: nbclient's IOPub socket is open only while a cell runs in the
 sockets of the grader's own link hold a few unread messages at most.
 """
 
-import ast
 import builtins
 import contextlib
 import io
@@ -42,7 +41,8 @@ from nbformat.v4 import new_output
 from course.build.notebooks import HIDDEN_TESTS, is_test, nbgrader_meta
 from course.grading import wire
 from course.grading.fastkernel import MAX_MESSAGE_BYTES, ForkingExecute, bounded_context, exited
-from course.grading.integrity import instructor_cells
+from course.grading.findings import instructor_cells
+from utils.review import bound_names, free_names
 
 AGENT_FILE = "course_judge_agent.py"
 COMM_TARGET = "course_judge"
@@ -336,79 +336,6 @@ def handle_for(obj):
     if type(obj) is Remote:
         return {"t": "handle", **obj._target}
     raise TypeError(f"a {type(obj).__name__} cannot be passed to code in the student's kernel")
-
-
-class _Bindings(ast.NodeVisitor):
-    """The names a piece of code binds in its own scope, and the names it reads anywhere."""
-
-    def __init__(self):
-        self.bound, self.read = set(), set()
-
-    def visit_Name(self, node):
-        (self.read if isinstance(node.ctx, ast.Load) else self.bound).add(node.id)
-
-    def visit_FunctionDef(self, node):
-        self.bound.add(node.name)
-        self.read |= free_names_of(node)
-
-    visit_AsyncFunctionDef = visit_FunctionDef
-
-    def visit_ClassDef(self, node):
-        self.bound.add(node.name)
-        self.read |= free_names_of(node)
-
-    def visit_Lambda(self, node):
-        self.read |= free_names_of(node)
-
-    def visit_alias(self, node):
-        if node.name != "*":
-            self.bound.add((node.asname or node.name).split(".")[0])
-
-    def visit_ExceptHandler(self, node):
-        if node.name:
-            self.bound.add(node.name)
-        self.generic_visit(node)
-
-    def visit_MatchAs(self, node):
-        if node.name:
-            self.bound.add(node.name)
-        self.generic_visit(node)
-
-    visit_MatchStar = visit_MatchAs
-
-
-def free_names_of(node):
-    """The names read inside `node` (a function, class or lambda) that it does not bind itself."""
-    read, bound = set(), set()
-    for inner in ast.walk(node):
-        if isinstance(inner, ast.Name):
-            (read if isinstance(inner.ctx, ast.Load) else bound).add(inner.id)
-        elif isinstance(inner, ast.arg):
-            bound.add(inner.arg)
-    return read - bound
-
-
-def _bindings(source):
-    """The _Bindings of a cell's top level, or None when it is not valid Python."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return None
-    found = _Bindings()
-    found.visit(tree)
-    return found
-
-
-def bound_names(source):
-    """Names that the top level of a cell binds, in any way (def, class, import, for, with, ...)."""
-    found = _bindings(source)
-    return [] if found is None else sorted(found.bound)
-
-
-def free_names(source):
-    """Names a cell reads that its top level does not bind itself."""
-    found = _bindings(source)
-    return set() if found is None else found.read - found.bound
 
 
 def unavailable_helper(name):

@@ -16,7 +16,10 @@ import re
 from html.parser import HTMLParser
 
 from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
+from nbformat.v4 import new_markdown_cell
 from nbgrader.preprocessors import NbGraderPreprocessor
+
+from course.grading.findings import FINDINGS_KEY
 
 SHOWN_OUTPUT_TYPES = ("text/plain", "text/latex", "image/png", "image/jpeg")
 BASE64_IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif")
@@ -62,6 +65,26 @@ class CleanSubmission(NbGraderPreprocessor):
             for output in cell.outputs:
                 clean_output(output)
         return cell, resources
+
+
+class ShowFindings(NbGraderPreprocessor):
+    """Show a page's reader the findings about the submission (`course.grading.findings`) first."""
+
+    def preprocess(self, nb, resources):
+        """Put a markdown cell listing the findings, if any, above the submission's first cell."""
+        listed = nb.metadata.get(FINDINGS_KEY) or []
+        if listed:
+            nb.cells.insert(0, new_markdown_cell(findings_markdown(listed)))
+        return nb, resources
+
+
+def findings_markdown(listed):
+    """The markdown that lists a submission's findings, as text."""
+    lines = "\n".join(str(finding).replace("`", "'") for finding in listed)
+    return (
+        "**Findings** about the code of this submission (from a reading of its text, best "
+        f"effort; no points depend on them):\n\n```text\n{lines}\n```"
+    )
 
 
 def clean_output(output):

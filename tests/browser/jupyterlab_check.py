@@ -1,4 +1,4 @@
-"""A student's first failing test, and a lecture's control, in JupyterLab in a real browser.
+"""A student's first failing test, a cell's findings and a lecture's control, in JupyterLab.
 
 Run with `make test-browser`.
 
@@ -25,10 +25,22 @@ from course.build.submissions import scratch_course
 LAB = "01_softmax"
 WRONG_SOFTMAX = "def softmax(scores, dim=-1):\n    e = scores.exp()\n    return e / e.sum()\n"
 MESSAGE = "do not sum to 1 along dim=-1"
+IMPORTING_SOFTMAX = (
+    "import os\n\n"
+    "def softmax(scores, dim=-1):\n"
+    "    shifted = scores - scores.amax(dim=dim, keepdim=True)\n"
+    "    return shifted.exp() / shifted.exp().sum(dim=dim, keepdim=True)\n"
+)
+FINDING = "it imports os, which this lab does not use"
+FINDING_NOTE = "Your instructor will see these findings about this cell"
+NOT_A_FAILURE = "Not a failed test"
+SOFTMAX_CELL = "def softmax("  # the solution cell, whatever an earlier check saved into it
 FIRST_LINES = 3
 LAB_NOTEBOOK = f"release/{LAB}/{paths.lab_filename(LAB)}"
 LECTURE = "01_softmax.ipynb"
 CONTROL_CALL = "interactive.show("
+COURSE_VALIDATE = "utils.validate_findings"  # turned on by the course's jupyter-config/
+NBGRADER_VALIDATE = "nbgrader.server_extensions.validate_assignment"  # turned off by it
 
 
 @pytest.fixture(scope="module")
@@ -63,10 +75,19 @@ def server(tmp_path_factory):
     else:
         process.kill()
         pytest.fail("JupyterLab did not start:\n" + (root / "jupyter.log").read_text()[-3000:])
+    check_validate_handler((root / "jupyter.log").read_text())
     yield url, token, root
     process.terminate()
     process.wait(timeout=30)
     log.close()
+
+
+def check_validate_handler(log):
+    """Fail unless a server's log shows the course's Validate loaded, and nbgrader's not."""
+    loaded = "{} | extension was successfully loaded"
+    if loaded.format(COURSE_VALIDATE) not in log or loaded.format(NBGRADER_VALIDATE) in log:
+        pytest.fail(f"the server should load {COURSE_VALIDATE} instead of {NBGRADER_VALIDATE} "
+                    "(make installs jupyter-config/ into the virtualenv):\n" + log[-3000:])
 
 
 def open_lab(browser, server, notebook=LAB_NOTEBOOK):
@@ -112,8 +133,8 @@ def run_cells_up_to(page, last):
     page.keyboard.press("Shift+Enter")
 
 
-def failing_output(page, index):
-    """The error output of cell `index` once it appears."""
+def last_output(page, index):
+    """The last output of cell `index` once it appears."""
     output = page.locator(".jp-Notebook .jp-Cell").nth(index).locator(".jp-OutputArea-output")
     output.last.wait_for(timeout=60_000)
     return output.last
@@ -125,7 +146,7 @@ def test_a_wrong_softmax_shows_its_message_first(browser, server):
     test = solution + 1  # each solution cell is followed by its visible test
     replace_cell_text(page, solution, WRONG_SOFTMAX)
     run_cells_up_to(page, test)
-    output = failing_output(page, test)
+    output = last_output(page, test)
     expect(output).to_contain_text(MESSAGE, timeout=60_000)
     lines = output.inner_text().splitlines()
     assert any(MESSAGE in line for line in lines[:FIRST_LINES]), "\n".join(lines)
@@ -151,6 +172,45 @@ def test_validate_reports_the_failing_test(browser, server):
     SCREENSHOTS.mkdir(exist_ok=True)
     page.screenshot(path=SCREENSHOTS / "validate.png")
     assert MESSAGE in verdict, verdict[:2000]
+    page.close()
+
+
+def test_a_cell_shows_its_findings_as_it_runs(browser, server):
+    page = open_lab(browser, server)
+    solution = cell_index(page, SOFTMAX_CELL)
+    replace_cell_text(page, solution, IMPORTING_SOFTMAX)
+    run_cells_up_to(page, solution)
+    output = last_output(page, solution)
+    expect(output).to_contain_text(FINDING, timeout=60_000)
+    assert FINDING_NOTE in output.inner_text(), output.inner_text()
+    output.scroll_into_view_if_needed()
+    SCREENSHOTS.mkdir(exist_ok=True)
+    page.screenshot(path=SCREENSHOTS / "cell_findings.png")
+    page.close()
+
+
+def test_validate_lists_a_cells_findings(browser, server):
+    page = open_lab(browser, server)
+    solution = cell_index(page, SOFTMAX_CELL)
+    replace_cell_text(page, solution, IMPORTING_SOFTMAX)
+    unsaved = page.locator(".lm-TabBar-tab.jp-mod-dirty")
+    expect(unsaved).to_have_count(1)
+    page.keyboard.press("Control+S")
+    expect(unsaved).to_have_count(0, timeout=30_000)
+    started = time.monotonic()
+    page.get_by_role("button", name="Validate").first.click()
+    dialog = page.locator(".jp-Dialog")
+    expect(dialog).to_contain_text(FINDING, timeout=120_000)
+    seconds = time.monotonic() - started
+    verdict = dialog.inner_text()
+    assert NOT_A_FAILURE in verdict and FINDING_NOTE in verdict, verdict[:3000]
+    assert MESSAGE not in verdict, "the correct softmax failed its test"
+    note = dialog.locator("pre", has_text=FINDING).last
+    note.scroll_into_view_if_needed()
+    assert note.evaluate("pre => pre.scrollWidth <= pre.clientWidth"), "the note is cut off"
+    SCREENSHOTS.mkdir(exist_ok=True)
+    page.screenshot(path=SCREENSHOTS / "validate_findings.png")
+    print(f"Validate answered with the finding in {seconds:.1f} s")
     page.close()
 
 

@@ -36,11 +36,6 @@ NOTEBOOK = paths.lab_filename(LAB)
 PNG = (  # one red pixel
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
 )
-WITHOUT_ALLOWLIST = """
-c.Autograde.sanitize_preprocessors = [
-    name for name in c.Autograde.sanitize_preprocessors if not name.endswith("EnforceAllowlist")
-]
-"""
 SEEN = "() => [window.pwned, document.title]"
 # Inside the notebook's cells: event handlers, script URLs and frames, and images from outside.
 ACTIVE_ELEMENTS = """() => {
@@ -165,7 +160,7 @@ def make_dirty(root, student, home):
 def course(tmp_path_factory, recorder):
     """Two hostile students autograded (one left dirty afterwards) with feedback: the root."""
     home, _ = recorder
-    root = scratch_course(tmp_path_factory.mktemp("pages"), [LAB], [WITHOUT_ALLOWLIST])
+    root = scratch_course(tmp_path_factory.mktemp("pages"), [LAB])
     answers = solution_cells(LAB)
     release = notebooks.read(root / "release" / LAB / NOTEBOOK)
     hostile = fill(

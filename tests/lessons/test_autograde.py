@@ -1,14 +1,15 @@
 """Autograde round trip: solutions get every point, blank work none, each typical mistake some.
 
 For each lab, a scratch copy of the course is released with nbgrader, then one submission per
-case (solution, blank release, each catalogued mistake) is autograded in a single nbgrader run.
+case (solution, blank release, each catalogued mistake, each correct answer in another style) is
+autograded in a single nbgrader run.
 """
 
 import re
 from collections import Counter
 
 import pytest
-from catalogue import ASSIGNMENTS, mistakes
+from catalogue import ASSIGNMENTS, idiomatic, mistakes
 
 from course.build import notebooks, paths
 from course.build.submissions import (
@@ -24,12 +25,20 @@ from course.build.submissions import (
 MISTAKE_CASES = [
     (assignment, mistake) for assignment in ASSIGNMENTS for mistake in mistakes(assignment)
 ]
+VARIANT_CASES = [
+    (assignment, variant) for assignment in ASSIGNMENTS for variant in idiomatic(assignment)
+]
 _GRADED = {}
 
 
 def student_id(mistake):
     """The synthetic student who submits a mistake."""
     return f"mistake_{mistake.name}"
+
+
+def variant_student_id(variant):
+    """The synthetic student who submits a correct answer in another style."""
+    return f"variant_{variant.name}"
 
 
 def graded(assignment, tmp_path_factory):
@@ -43,6 +52,9 @@ def graded(assignment, tmp_path_factory):
         for mistake in mistakes(assignment):
             submission = fill(release, {**answers, mistake.cell: mistake.code})
             submit(root, assignment, student_id(mistake), submission)
+        for variant in idiomatic(assignment):
+            submission = fill(release, {**answers, variant.cell: variant.code})
+            submit(root, assignment, variant_student_id(variant), submission)
         autograde(root, assignment)
         _GRADED[assignment] = (root, autograded_scores(root, assignment))
     return _GRADED[assignment]
@@ -54,6 +66,16 @@ def test_solution_gets_every_point(assignment, tmp_path_factory):
     score, maximum = scores["solution"]
     assert maximum > 0
     assert score == maximum, f"the solution scored {score} of {maximum}"
+
+
+@pytest.mark.parametrize(
+    ("assignment", "variant"), VARIANT_CASES, ids=[f"{a}-{v.name}" for a, v in VARIANT_CASES]
+)
+def test_correct_answer_in_another_style_gets_every_point(assignment, variant, tmp_path_factory):
+    root, scores = graded(assignment, tmp_path_factory)
+    score, maximum = scores[variant_student_id(variant)]
+    text = autograded_text(root, assignment, variant_student_id(variant))
+    assert score == maximum, f"{variant.name} scored {score} of {maximum}:\n{text[-3000:]}"
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)

@@ -1,6 +1,5 @@
 """Course checks: sources validate, generated folders are fresh, the release leaks nothing."""
 
-import ast
 import re
 import shutil
 
@@ -11,6 +10,7 @@ from nbgrader.validator import Validator
 from substance import cell_units, function_units, shown_share
 
 from course.build import notebooks, paths, release
+from utils.review import bound_names, free_names
 
 SOLUTION_BLOCK = re.compile(r"### BEGIN SOLUTION(.*?)### END SOLUTION", re.DOTALL)
 HIDDEN_BLOCK = re.compile(r"### BEGIN HIDDEN TESTS(.*?)### END HIDDEN TESTS", re.DOTALL)
@@ -371,59 +371,26 @@ def test_visible_test_cells_are_short(assignment):
         )
 
 
-def top_level_names(source):
-    """Names that the top level of a cell binds: def, class, assignment, for, with, import."""
-    names = set()
-    for node in ast.parse(source).body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
-        else:
-            names.update(
-                item.id
-                for item in ast.walk(node)
-                if isinstance(item, ast.Name) and isinstance(item.ctx, ast.Store)
-            )
-    return names
-
-
-def names_used_and_bound(source):
-    """(names the cell reads, names the cell binds anywhere, arguments included)."""
-    used, bound = set(), set()
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Name):
-            (used if isinstance(node.ctx, ast.Load) else bound).add(node.id)
-        elif isinstance(node, ast.arg):
-            bound.add(node.arg)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            bound.add(node.name)
-        elif isinstance(node, ast.ExceptHandler) and node.name:
-            bound.add(node.name)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            bound.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
-    return used, bound
-
-
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_test_cells_use_no_name_from_another_test_cell(assignment):
     # Each test cell stands alone: a helper it needs is defined in a locked (or solution) cell,
     # never in an earlier test cell that may have failed or been skipped.
     cells = [cell for cell in source_notebook(assignment).cells if cell.cell_type == "code"]
     elsewhere = set().union(
-        *(top_level_names(cell.source) for cell in cells if not notebooks.is_test(cell))
+        *(bound_names(cell.source) for cell in cells if not notebooks.is_test(cell))
     )
     earlier = {}  # name -> grade_id of the first test cell that binds it
     for cell in cells:
         if not notebooks.is_test(cell):
             continue
         grade_id = notebooks.nbgrader_meta(cell)["grade_id"]
-        used, bound = names_used_and_bound(cell.source)
         borrowed = sorted(
-            f"{name} (from {earlier[name]})" for name in used - bound - elsewhere if name in earlier
+            f"{name} (from {earlier[name]})"
+            for name in free_names(cell.source) - elsewhere
+            if name in earlier
         )
         assert not borrowed, f"{assignment}/{grade_id} uses names of other test cells: {borrowed}"
-        for name in top_level_names(cell.source):
+        for name in bound_names(cell.source):
             earlier.setdefault(name, grade_id)
 
 

@@ -2,8 +2,8 @@
 
 One scratch course holds one student per scenario of lab 01; a single `make autograde` run grades
 them all, with a 5 s cell limit instead of the course's 30 s to keep the test short. A second
-course switches the allowlist of student cells off, to show that the grader's verdicts hold even
-when a submission controls its whole kernel. A third, also without the allowlist, attacks the
+course shows that the grader's verdicts hold when a submission controls its whole kernel (every
+student cell runs as written; the review of the code only lists findings). A third attacks the
 machine from the kernel: its files, its network, other students' kernels and its resources. The
 sandbox must stop each attack, and no attack may earn a point it did not compute.
 """
@@ -11,6 +11,7 @@ sandbox must stop each attack, and no attack may earn a point it did not compute
 import contextlib
 import csv
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -73,7 +74,7 @@ CALLS_BUILTIN = """
 def softmax(scores, dim=-1):
     return torch.softmax(scores, dim=dim)
 """
-# Attacks on the kernel itself, for the course without the allowlist. Each would have earned
+# Attacks on the kernel itself, from cells that all run as written. Each would have earned
 # points if the tests ran in the student's kernel; the grader runs them in its own process.
 BLANKS_TEST_CELLS = """
 def blank_tests(lines):
@@ -203,7 +204,7 @@ def scenarios(release, answers, root):
 
 
 def kernel_attacks(release, answers, root):
-    """Map student -> notebooks for the attacks on the kernel, made without the allowlist."""
+    """Map student -> notebooks for the attacks on the kernel."""
 
     def answered(softmax):
         return {NOTEBOOK: fill(release, {**answers, "softmax": softmax})}
@@ -245,17 +246,10 @@ def course(tmp_path_factory):
     return graded_course(tmp_path_factory.mktemp("hostile"), scenarios)
 
 
-WITHOUT_ALLOWLIST = """
-c.Autograde.sanitize_preprocessors = [
-    name for name in c.Autograde.sanitize_preprocessors if not name.endswith("EnforceAllowlist")
-]
-"""
-
-
 @pytest.fixture(scope="module")
 def open_kernel(tmp_path_factory):
-    """The attacks on the kernel, graded with the allowlist of student cells switched off."""
-    return graded_course(tmp_path_factory.mktemp("open"), kernel_attacks, WITHOUT_ALLOWLIST)
+    """The attacks on the kernel, graded with the course's own configuration."""
+    return graded_course(tmp_path_factory.mktemp("open"), kernel_attacks)
 
 
 def run_instructor(root, *args, **kwargs):
@@ -295,21 +289,27 @@ def test_infinite_loop_in_a_function_costs_only_its_exercises(course):
     assert "did not finish within 5 s" in autograded_output(course, "loop_in_function")
 
 
-def test_top_level_loop_and_refused_cells_score_zero_where_affected(course):
-    for student in ["loop_at_top_level", "imports_os", "input_transformer"]:
+def test_a_top_level_loop_and_a_dead_kernel_score_zero_where_affected(course):
+    for student in ["loop_at_top_level", "imports_os"]:
         cells = scores(course, student)
         assert all(cells[t] == 0 for t in SOFTMAX_TESTS), student
         assert all(cells[t] > 0 for t in LOG_SOFTMAX_TESTS), student
 
 
-def test_a_hook_that_makes_later_cells_call_torch_is_refused(course):
-    # Without the allowlist this would work: the student's own later cells would compute with
-    # torch.softmax, and the grader would see correct values. The allowlist refuses the hook.
-    cells = scores(course, "calls_torch_in_later_cells")
-    assert all(cells[t] == 0 for t in SOFTMAX_TESTS + TEMPERATURE_TESTS), cells
-    assert "The autograder did not run this cell" in autograded_output(
-        course, "calls_torch_in_later_cells"
-    )
+def test_an_input_transformer_blanks_only_the_students_own_cells(course):
+    # The test cells run in the grader: the hook can blank only cells that run in the kernel.
+    cells = scores(course, "input_transformer")
+    assert all(cells[t] == 0 for t in SOFTMAX_TESTS), cells
+    finding = r"input_transformer: softmax, line \d+: it calls get_ipython"
+    assert re.search(finding, course["result"].stdout)
+
+
+def test_a_hook_that_makes_later_cells_call_torch_runs_and_is_listed_for_the_instructor(course):
+    # The student's own later cells compute with torch.softmax: the values are right, so the
+    # tests pass, as for any call of a forbidden built-in. The instructor sees the hook.
+    report = course["result"].stdout
+    finding = r"calls_torch_in_later_cells: softmax, line \d+: it calls get_ipython"
+    assert re.search(finding, report), report
 
 
 def test_lab_autograde_finishes_in_bounded_time(course):
@@ -333,15 +333,23 @@ def test_monkeypatching_the_checks_earns_nothing(course, student):
         assert all(cells[t] > 0 for t in LOG_SOFTMAX_TESTS)
 
 
-def test_cells_outside_the_allowlist_are_refused_with_an_explanation(course):
+def test_every_student_cell_runs_and_is_kept_as_written(course):
     for student in ["patches_directly", "imports_os", "input_transformer"]:
-        assert "The autograder did not run this cell" in autograded_output(course, student)
+        path = paths.autograded(course["root"], student, LAB) / NOTEBOOK
+        submitted = paths.submitted(course["root"], student, LAB) / NOTEBOOK
+        kept = {notebooks.nbgrader_meta(c).get("grade_id"): c.source
+                for c in notebooks.read(path).cells}
+        written = {notebooks.nbgrader_meta(c).get("grade_id"): c.source
+                   for c in notebooks.read(submitted).cells}
+        assert kept["softmax"] == written["softmax"], student
+        assert "The autograder did not run this cell" not in autograded_output(course, student)
 
 
-def test_summary_lists_refused_cells_and_forbidden_calls(course):
+def test_summary_lists_the_findings_about_each_students_cells(course):
     report = course["result"].stdout
-    assert "imports_os: softmax: not run, line 1: it imports os" in report
-    assert "calls_builtin: softmax, line 3: calls softmax, which this lab forbids" in report
+    assert "findings to review (every cell ran; no points depend on them):" in report
+    assert "imports_os: softmax, line 1: it imports os, which this lab does not use" in report
+    assert "calls_builtin: softmax, line 3: it calls softmax, which this lab forbids" in report
     assert total(course, "calls_builtin") == 8  # the computation is right: the instructor judges
     assert "honest:" not in report
 
@@ -393,7 +401,7 @@ def test_feedback_shows_hidden_failures_but_not_hidden_code(course):
 
 
 def open_scores(open_kernel, student):
-    """grade_id -> score of a student of the course without the allowlist."""
+    """grade_id -> score of a student of the course of attacks on the kernel."""
     return cell_scores(open_kernel["root"], LAB, student)
 
 
@@ -556,7 +564,7 @@ def test_collect_reads_lms_file_names_and_reports_unreadable_ones(tmp_path):
     assert "2026-10-01 14:30:05" in timestamp.read_text()
 
 
-# Attacks on the machine from a kernel the student owns (the allowlist is off). Each template is
+# Attacks on the machine from a kernel the student owns (every cell runs). Each template is
 # filled with the scratch course's root and the ports of listeners this test opens on loopback.
 MARK = "PWNED-BY-A-SUBMISSION"
 WRITES_COURSE = """
@@ -737,7 +745,7 @@ def sandbox_processes():
 
 @pytest.fixture(scope="module")
 def attacked(tmp_path_factory):
-    """The attacks on the machine, graded without the allowlist, with listeners on loopback."""
+    """The attacks on the machine, graded with listeners on loopback."""
     tcp = socket.create_server(("127.0.0.1", 0))
     udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     udp.bind(("127.0.0.1", 0))
@@ -771,7 +779,7 @@ def attacked(tmp_path_factory):
         }
 
     try:
-        course = graded_course(folder, submissions, WITHOUT_ALLOWLIST)
+        course = graded_course(folder, submissions)
         course["leftover_processes"] = sandbox_processes()
         course["tcp_connections"], course["udp_datagrams"] = [], []
         with contextlib.suppress(BlockingIOError):
@@ -868,10 +876,8 @@ REBINDS_HELPER = {
 
 @pytest.fixture(scope="module")
 def rebound_helpers(tmp_path_factory):
-    """Lab 04 solved, with the helpers' names rebound by each binding form (allowlist off)."""
+    """Lab 04 solved, with the helpers' names rebound by each binding form."""
     root = scratch_course(tmp_path_factory.mktemp("helpers"), [HELPER_LAB])
-    with open(root / "nbgrader_config.py", "a") as handle:
-        handle.write(WITHOUT_ALLOWLIST)
     release = notebooks.read(root / "release" / HELPER_LAB / paths.lab_filename(HELPER_LAB))
     answers = solution_cells(HELPER_LAB)
     for student, code in {"honest": "", **REBINDS_HELPER}.items():
@@ -940,7 +946,7 @@ def test_a_module_planted_in_the_working_folder_never_runs_in_the_probe(tmp_path
     assert not (tmp_path / "ran").exists()
 
 
-# Kernels under the student's control (the allowlist is off) that answer the grader's requests
+# Kernels under the student's control (every cell runs) that answer the grader's requests
 # about softmax with 60 MB of JSON lists, as the agent's reply text or as the comm message itself,
 # that display 60 MB of them, or that print 60 MB thirty times in each call: the grader refuses
 # what is over its budget unbuilt, keeps no backlog of messages, and only the tests that needed
@@ -1015,7 +1021,7 @@ def peak_memory_mb(pid):
 
 
 def graded_with_peak_memory(folder, submissions):
-    """`graded_course` without the allowlist, with the largest peak memory of its graders (MB)."""
+    """`graded_course`, with the largest peak memory of its graders (MB)."""
     peak, done = [0.0], threading.Event()
 
     def sample():
@@ -1025,7 +1031,7 @@ def graded_with_peak_memory(folder, submissions):
     sampler = threading.Thread(target=sample)
     sampler.start()
     try:
-        course = graded_course(folder, submissions, WITHOUT_ALLOWLIST)
+        course = graded_course(folder, submissions)
     finally:
         done.set()
         sampler.join()

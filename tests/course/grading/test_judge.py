@@ -7,11 +7,8 @@ import base64
 
 import pytest
 import torch
-from catalogue import ASSIGNMENTS, mistakes
 
-from course.build import notebooks, paths
-from course.build.submissions import solution_cells
-from course.grading import integrity, judge, wire
+from course.grading import judge, wire
 
 
 def round_trip(value):
@@ -342,36 +339,6 @@ def test_a_layer_is_judged_by_what_it_computes():
         check_layer(torch.nn.ReLU(), torch.nn.ReLU, "relu")
 
 
-BINDING_FORMS = """
-import utils.grading as helper_a
-from math import pi as helper_b
-for helper_c in []:
-    pass
-with open("/dev/null") as helper_d:
-    pass
-if (helper_e := 1):
-    pass
-try:
-    pass
-except ValueError as helper_f:
-    pass
-helper_g, (helper_h, helper_i) = 1, (2, 3)
-helper_j = helper_k = 0
-helper_l += 1
-helper_m: int = 0
-def helper_n():
-    helper_local = 1
-class helper_o:
-    helper_attribute = 1
-del helper_p
-"""
-
-
-def test_every_binding_form_of_a_cell_is_seen():
-    names = set(judge.bound_names(BINDING_FORMS))
-    assert names == {f"helper_{letter}" for letter in "abcdefghijklmnop"}
-
-
 def test_a_test_cell_asks_the_kernel_only_for_free_names_that_are_no_builtin():
     test_cell = (
         "out = softmax(TEST_SCORES)\n"
@@ -405,74 +372,3 @@ def test_oversized_messages_from_a_kernel_are_dropped_before_parsing(tmp_path):
     receiver.close(linger=0)
 
 
-PROTECTED = {"torch", "nn", "check_close", "check_shape"}
-ALIASES = {"torch": "torch", "nn": "torch.nn", "math": "math"}
-ATTACKS = {
-    "input transformer": "get_ipython().input_transformers_cleanup.append(lambda l: ['pass'])",
-    "ast transformer": "import ast\n",
-    "event callback": "def f():\n    get_ipython().events.register('pre_run_cell', print)\n",
-    "custom exception handler": "ip = get_ipython()\nip.set_custom_exc((Exception,), None)\n",
-    "showtraceback": "def softmax(x, dim=-1):\n    get_ipython().showtraceback = print\n",
-    "code swapped through an alias": "c = check_close\nc.__code__ = (lambda: 0).__code__\n",
-    "torch through an alias": "t = torch\nt.allclose = lambda *a: True\n",
-    "torch through a parameter": "def f(m):\n    m.softmax = None\nf(torch)\n",
-    "torch attribute": "torch.softmax = lambda x, dim: x\n",
-    "private module attribute": "def f():\n    return torch._C\n",
-    "module outside the allowlist": "def f():\n    return torch.sys.modules\n",
-    "os import": "import os\n",
-    "globals": "def f():\n    return globals()\n",
-    "exec": "exec('x = 1')\n",
-    "getattr on a built string": "def f(m):\n    return getattr(m, 'get_' + 'ipython')\n",
-    "dunder name": "__judge__ = None\n",
-    "writing a file": "import numpy as np\nnp.savetxt('grading.py', [0])\n",
-    "rebinding a check": "check_close = print\n",
-}
-
-
-@pytest.mark.parametrize("source", ATTACKS.values(), ids=ATTACKS.keys())
-def test_attacks_are_outside_the_allowlist(source):
-    problem, _ = integrity.review(source, PROTECTED, ALIASES)
-    assert problem is not None
-
-
-def test_a_refusal_says_where_and_why():
-    problem, _ = integrity.review("x = 1\ny = get_ipython()\n", PROTECTED, ALIASES)
-    assert problem.startswith("line 2: it uses get_ipython")
-
-
-def test_forbidden_calls_are_listed_not_refused():
-    source = (
-        "import torch.nn.functional as F\ndef softmax(x, dim=-1):\n    return F.softmax(x, dim)\n"
-    )
-    problem, calls = integrity.review(source, PROTECTED, ALIASES, forbidden_calls={"softmax"})
-    assert problem is None and calls == [(3, "softmax")]
-
-
-def test_an_exercise_forbids_what_it_reimplements_and_the_lab_what_it_forbids_everywhere():
-    for assignment, exercises in integrity.FORBIDDEN_IN_EXERCISE.items():
-        solutions = {
-            notebooks.nbgrader_meta(cell).get("grade_id")
-            for cell in notebooks.read(paths.source_lab(assignment)).cells
-            if notebooks.nbgrader_meta(cell).get("solution")
-        }
-        assert set(exercises) <= solutions, f"{assignment}: no solution cell {set(exercises)}"
-        for grade_id, names in exercises.items():
-            assert names <= integrity.forbidden_calls(assignment, grade_id)
-    lab_wide = integrity.FORBIDDEN_CALLS["01_softmax"]
-    assert integrity.forbidden_calls("01_softmax", "no such cell") == lab_wide
-
-
-@pytest.mark.parametrize("assignment", ASSIGNMENTS)
-def test_solutions_and_catalogued_mistakes_are_inside_the_allowlist(assignment):
-    nb = notebooks.read(paths.source_lab(assignment))
-    protected, aliases = set(), {}
-    for cell in nb.cells:
-        if cell.cell_type == "code" and notebooks.nbgrader_meta(cell).get("locked"):
-            tree = __import__("ast").parse(cell.source)
-            aliases.update(integrity.module_aliases(tree))
-            protected |= integrity.top_level_names(tree)
-    cells = solution_cells(assignment, cell_types=("code",))
-    sources = {**cells, **{m.name: m.code for m in mistakes(assignment)}}
-    for name, source in sources.items():
-        problem, _ = integrity.review(source, protected, aliases)
-        assert problem is None, f"{assignment} {name}: {problem}"

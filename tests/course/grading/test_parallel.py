@@ -1,6 +1,6 @@
 """Autograding on several workers gives what one worker gives, exactly once, even if interrupted.
 
-One class of lab 01 (solutions, blank work, a catalogued mistake, a refused cell, a forbidden
+One class of lab 01 (solutions, blank work, a catalogued mistake, a cell with eval, a forbidden
 call, a renamed notebook) is graded with JOBS=1 and with JOBS=2 in two copies of a scratch
 course; the grades, the autograded notebooks, the summary and the review lines must agree. A
 third and a fourth copy are graded by a run that is killed mid-way (SIGKILL), or stopped with
@@ -126,7 +126,8 @@ def test_the_summary_and_review_name_every_case(sequential):
     assert "7 students graded" in message and "1 not graded" in message, message
     assert "renamed: not graded, no 01_softmax_lab.ipynb" in message, message
     assert "refused:" in message and "forbidden:" in message, message
-    assert "forbidden: softmax, line 2: calls softmax, which this lab forbids" in message
+    assert "forbidden: softmax, line 2: it calls softmax, which this lab forbids" in message
+    assert "refused: softmax, line 2: it calls eval, which reaches the interpreter" in message
     assert f"  {cgroups.mode().describe()}" in message.splitlines(), message
 
 
