@@ -347,6 +347,8 @@ def _start_kernel(request, report_fd, group=None):
         os.write(report_fd, json.dumps({"pid": pid}).encode() + b"\n")
         os.close(report_fd)
 
+    # Read before the report: once the grader has the pid, the zygote may die at any time.
+    zygote = None if request.get("ipc_dir") else os.getppid()
     try:
         if request.get("ipc_dir"):
             sandbox.enter(request["cwd"], request["ipc_dir"], report=report, group=group)
@@ -357,7 +359,7 @@ def _start_kernel(request, report_fd, group=None):
             reason = json.dumps({"error": f"cannot sandbox the kernel: {error}"})
             os.write(report_fd, reason.encode() + b"\n")
         os._exit(1)
-    _become_kernel(request)
+    _become_kernel(request, zygote)
 
 
 def _reap():
@@ -376,8 +378,12 @@ def kernel_arguments(command):
     return command[3:] if command[1:2] == ["-m"] else command[1:]
 
 
-def _become_kernel(request):
-    """In the forked child: take the kernel's environment and run ipykernel; never return."""
+def _become_kernel(request, zygote=None):
+    """In the forked child: take the kernel's environment and run ipykernel; never return.
+
+    An unsandboxed kernel exits when `zygote` (its parent's pid) is gone; a sandboxed one dies
+    with its sandbox.
+    """
     os.setsid()  # its own process group, as the kernel manager expects
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
@@ -392,8 +398,9 @@ def _become_kernel(request):
     os.environ.update(request["env"])
     from ipykernel import kernelapp
 
-    # The kernel exits when its parent, the zygote, is gone (e.g. after the grader was killed).
-    argv = [*kernel_arguments(request["argv"]), f"--IPKernelApp.parent_handle={os.getppid()}"]
+    argv = kernel_arguments(request["argv"])
+    if zygote is not None:  # e.g. after the grader was killed
+        argv.append(f"--IPKernelApp.parent_handle={zygote}")
     code = 0
     try:
         sys.argv = [request["argv"][0], *argv]
