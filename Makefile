@@ -15,6 +15,7 @@
 #   make collect / autograde / feedback / grades   the instructor's grading cycle (see README);
 #                  make autograde JOBS=N  grades on N workers (default: every core)
 #                  make grades LMS_GRADEBOOK=<exported CSV> ASSIGNMENT=...  fills the LMS's gradebook
+#                  PROVISIONAL=1  feedback and LMS grades before every written answer is graded
 
 PYTHON ?= python3
 VENV := .venv
@@ -55,13 +56,17 @@ NBVAL_TEST_PATHS := native plain mkl-compatible
 
 .PHONY: lab test test-browser test-hub lint unit nbval nbval-all $(NBVAL_PATHS:%=nbval-%) release lectures bench autograde feedback grades collect clean
 
-$(STAMP): requirements.txt pyproject.toml jupyter-config/jupyter_server_config.d/utils.json
+$(STAMP): requirements.txt pyproject.toml jupyter-config/jupyter_server_config.d/utils.json \
+		jupyter-config/lab/settings/overrides.d/course.json
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	# Validate lists each cell's findings too (utils/validate_findings.py), in every server here.
 	install -D -m 644 jupyter-config/jupyter_server_config.d/utils.json \
 		$(VENV)/etc/jupyter/jupyter_server_config.d/utils.json
+	# JupyterLab asks nobody here about Jupyter news (its pop-up covers the end of outputs).
+	install -D -m 644 jupyter-config/lab/settings/overrides.d/course.json \
+		$(VENV)/share/jupyter/lab/settings/overrides.d/course.json
 	touch $(STAMP)
 
 lab: $(STAMP)
@@ -108,11 +113,11 @@ autograde: $(STAMP)
 		$(if $(JOBS),--jobs $(JOBS)) $(if $(SHARE),--share $(SHARE))
 
 feedback: $(STAMP)
-	$(BIN)/python -m course.instructor feedback $(ASSIGNMENT)
+	$(BIN)/python -m course.instructor feedback $(ASSIGNMENT) $(if $(PROVISIONAL),--provisional)
 
 grades: $(STAMP)
 	$(BIN)/python -m course.instructor grades $(ASSIGNMENT) \
-		--lms-gradebook "$(LMS_GRADEBOOK)" --lms-column "$(LMS_COLUMN)"
+		--lms-gradebook "$(LMS_GRADEBOOK)" --lms-column "$(LMS_COLUMN)" $(if $(PROVISIONAL),--provisional)
 
 collect: $(STAMP)
 	$(BIN)/python -m course.instructor collect $(ASSIGNMENT)

@@ -1,8 +1,20 @@
 """nbgrader configuration for Attention, Step by Step. Run nbgrader from the repository root."""
 
+import os
+from pathlib import Path
+
+from course.grading import mathml
+
 c = get_config()  # noqa: F821 - provided by nbgrader when it loads this file
 
 c.CourseDirectory.course_id = "attention-step-by-step"
+# The local workflow needs no exchange (make collect reads the LMS's export): an empty one in the
+# course folder (exchange/, ignored by git) keeps the formgrader from warning that nbgrader's
+# default one is missing. A class on JupyterHub (deploy/) names its own in COURSE_EXCHANGE.
+if "COURSE_EXCHANGE" not in os.environ:
+    EXCHANGE = Path(__file__).parent / "exchange"
+    EXCHANGE.mkdir(exist_ok=True)
+    c.Exchange.root = str(EXCHANGE)
 # Student versions go to release/, which is committed; the gradebook is local (gradebook.db).
 c.CourseDirectory.release_directory = "release"
 
@@ -14,14 +26,16 @@ c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 c.Execute.timeout = 30
 c.Execute.interrupt_on_timeout = True
 
-# Autograde: test cells are restored from the gradebook (nbgrader's OverwriteCells), and each
+# Autograde: test cells are restored from the gradebook (nbgrader's OverwriteCells, which here
+# reports putting hidden tests back as information: course/grading/regrade.py), and each
 # student cell is read for findings (course/grading/findings.py: imports outside the lab's
 # modules, forbidden calls, ...), listed for you beside the grade. Every cell runs as written.
 c.Autograde.sanitize_preprocessors = [
+    "course.grading.regrade.QuietCapture",  # the formgrader's log window: no DEBUG lines
     "nbgrader.preprocessors.ClearOutput",
     "nbgrader.preprocessors.DeduplicateIds",
     "nbgrader.preprocessors.OverwriteKernelspec",
-    "nbgrader.preprocessors.OverwriteCells",
+    "course.grading.regrade.RestoreTestCells",
     "nbgrader.preprocessors.CheckCellMetadata",
     "course.grading.findings.ListFindings",
 ]
@@ -36,7 +50,7 @@ c.Autograde.autograde_preprocessors = [
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "course.grading.pages.CleanSubmission",
     "course.grading.output_limits.LimitOutputSize",
-    "nbgrader.preprocessors.SaveAutoGrades",
+    "course.grading.regrade.KeepManualGrades",  # the formgrader's Autograde keeps hand grades
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
@@ -54,12 +68,19 @@ c.HTMLExporter.preprocessors = [
     "course.grading.output_limits.LimitOutputSize",
 ]
 c.HTMLExporter.sanitize_html = True
+# Their math is MathML made on the server (course/grading/mathml.py): it renders offline, and
+# the pages load no MathJax (the course's templates come before nbgrader's).
+c.HTMLExporter.filters = {
+    "strip_files_prefix": "course.grading.mathml.strip_files_prefix_with_mathml",
+    "clean_html": "course.grading.mathml.clean_html_keeping_mathml",
+}
+c.HTMLExporter.extra_template_basedirs = mathml.TEMPLATE_BASEDIRS
 
-# Feedback shows which hidden test failed and its message, never the hidden tests' code, and
-# loads no MathJax from a CDN (its math shows as TeX).
+# Feedback shows which hidden test failed and its message, never the hidden tests' code.
 c.GenerateFeedback.exporter_class = "course.grading.feedback.FeedbackExporter"
+# A written answer not graded yet shows "to be graded", never 0; long lines wrap.
 c.GenerateFeedback.preprocessors = [
-    "nbgrader.preprocessors.GetGrades",
-    "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+    "course.grading.feedback.GetGradesToGrade",
+    "course.grading.feedback.WrapLongLines",
     "course.grading.feedback.HideHiddenTests",
 ]

@@ -6,10 +6,13 @@ python -m course.instructor autograde [ASSIGNMENT]   grade submitted/ (every lab
                                                      --share K/N: only the K-th of N shares
                                                      of the students (several machines)
 python -m course.instructor collect ASSIGNMENT       collect an LMS export into submitted/
-python -m course.instructor feedback [ASSIGNMENT]    feedback/ HTML and the LMS's feedback zip
+python -m course.instructor feedback [ASSIGNMENT]    feedback/ HTML and the LMS's feedback zip,
+                                                     for submissions graded in full (--provisional:
+                                                     also those with written answers to grade)
 python -m course.instructor grades                   write grades.csv, one row per student
 python -m course.instructor grades ASSIGNMENT --lms-gradebook CSV
                                                      fill the lab's column of an LMS gradebook CSV
+                                                     (--provisional: also scores not final yet)
 """
 
 import argparse
@@ -38,7 +41,16 @@ namespaces) where you are root or unprivileged user namespaces are enabled
 (sysctl kernel.unprivileged_userns_clone=1, or user.max_user_namespaces > 0).
 To grade without a sandbox anyway, with your own rights: make autograde UNSANDBOXED=1"""
 GRADES_CSV = "grades.csv"
+PROVISIONAL_COLUMN = "provisional"  # grades.csv: the labs whose score counts answers to grade as 0
 UPLOAD = "upload"  # what goes back to the LMS: upload/<assignment>/
+FEEDBACK = "feedback"
+HELD_BACK = (
+    "  no feedback yet, written answers to grade in the formgrader first: {students}\n"
+    '  (make feedback PROVISIONAL=1 hands it out now, those answers marked "to be graded")'
+)
+GRADES_HELD_BACK = (
+    "  (make grades ... PROVISIONAL=1 fills them now, the answers to grade counted as 0)"
+)
 
 
 def gradebook(root=paths.ROOT):
@@ -160,18 +172,65 @@ def reviewed(assignment, students, root):
     return lines
 
 
+def autograded_notebook(root, student, assignment):
+    """Where a student's autograded notebook of a lab is (when it was autograded)."""
+    return paths.autograded(root, student, assignment) / paths.lab_filename(assignment)
+
+
 def summary(assignment, students, root):
-    """Students graded and their mean score for one lab."""
-    notebook = paths.lab_filename(assignment)
-    graded = [s for s in students if (paths.autograded(root, s, assignment) / notebook).exists()]
+    """Students graded, their mean score, the written answers to grade and late work of a lab."""
+    graded = [s for s in students if autograded_notebook(root, s, assignment).exists()]
     with gradebook(root) as book:
-        maximum = book.find_assignment(assignment).max_score
-        scores = [book.find_submission(assignment, s).score for s in graded]
+        lab = book.find_assignment(assignment)
+        submissions = [book.find_submission(assignment, s) for s in graded]
+        scores = [score_after_penalty(submission) for submission in submissions]
+        waiting = sum(len(answers_to_grade(submission, root)) for submission in submissions)
+        late = late_lines(lab, submissions, read_manifest(root, assignment) or {})
     mean = statistics.mean(scores) if scores else 0.0
-    return (
-        f"{assignment}: {len(graded)} students graded, mean score {mean:.2f} / {maximum:g}, "
-        f"{len(students) - len(graded)} not graded"
+    to_grade = (
+        f"; {waiting} written answers to grade by hand in the formgrader (counted as 0 until then)"
+        if waiting
+        else ""
     )
+    first = (
+        f"{assignment}: {len(graded)} students graded, mean score {mean:.2f} / {lab.max_score:g}, "
+        f"{len(students) - len(graded)} not graded{to_grade}"
+    )
+    return "\n".join([first, *late])
+
+
+def score_after_penalty(submission):
+    """A submission's score less its late penalty (nbgrader's gradebook keeps them apart)."""
+    return submission.score - (submission.late_submission_penalty or 0)
+
+
+def answers_to_grade(submission, root=paths.ROOT):
+    """Names of the cells of a submission (nbgrader's SubmittedAssignment) to grade by hand.
+
+    [] when its notebook was not autograded (missing from the submission): nothing to grade.
+    """
+    if not autograded_notebook(root, submission.student.id, submission.assignment.name).exists():
+        return []
+    return [
+        grade.name
+        for notebook in submission.notebooks
+        for grade in notebook.grades
+        if grade.needs_manual_grade
+    ]
+
+
+def late_lines(lab, submissions, manifest):
+    """A line per late submission: its penalty, or that there is none without a due date."""
+    lines = []
+    for submission in submissions:
+        student = submission.student.id
+        if lab.duedate is None and manifest.get(student, {}).get("late"):
+            lines.append(f"  {student}: late, no penalty: no due date set")
+        elif submission.total_seconds_late > 0:
+            hours = submission.total_seconds_late / 3600
+            penalty = submission.late_submission_penalty or 0
+            lines.append(f"  {student}: late by {hours:.1f} h, penalty {penalty:g} points")
+    return lines
 
 
 def collect(assignment, root=paths.ROOT):
@@ -180,23 +239,55 @@ def collect(assignment, root=paths.ROOT):
     if result.names:
         with gradebook(root) as book:
             for student, (first, last) in result.names.items():
-                names = {"first_name": first, "last_name": last}
-                book.update_or_create_student(student, **{k: v for k, v in names.items() if v})
+                book.update_or_create_student(student, first_name=first, last_name=last)
     return result.ok, result.message
 
 
-def feedback(assignment, root=paths.ROOT):
-    """Generate the feedback HTML of one lab, and the LMS's feedback zip when it was collected."""
-    nbgrader(["generate_feedback", assignment, "--force"], root)
-    message = f"{assignment}: feedback written to feedback/"
+def feedback(assignment, root=paths.ROOT, provisional=False):
+    """Write the feedback HTML of one lab, and the LMS's feedback zip when it was collected.
+
+    A submission with written answers still to grade gets none (any earlier one is removed)
+    unless `provisional`: then its feedback says "to be graded" for them and for the total.
+    """
+    graded, to_grade = students_to_grade(assignment, root)
+    held = [] if provisional else to_grade
+    for student in held:
+        shutil.rmtree(Path(root) / FEEDBACK / student / assignment, ignore_errors=True)
+    if set(graded) - set(held):
+        exclude = [f"--CourseDirectory.student_id_exclude={','.join(held)}"] if held else []
+        nbgrader(["generate_feedback", assignment, "--force", *exclude], root)
+    lines = [f"{assignment}: feedback of {len(graded) - len(held)} students written to feedback/"]
+    if held:
+        lines.append(HELD_BACK.format(students=", ".join(held)))
+    elif to_grade:
+        lines.append(f"  provisional, written answers to be graded: {', '.join(to_grade)}")
     manifest = read_manifest(root, assignment)
-    if not manifest:
-        return message
-    return "\n".join([message, *lms_feedback(assignment, manifest, root)])
+    if manifest:
+        lines += lms_feedback(assignment, manifest, root, held)
+    return "\n".join(lines)
 
 
-def lms_feedback(assignment, manifest, root=paths.ROOT):
-    """Write upload/<assignment>/feedback_<lms>.zip for Canvas and Moodle; report lines."""
+def students_to_grade(assignment, root=paths.ROOT):
+    """(students autograded, those of them with written answers still to grade by hand)."""
+    with gradebook(root) as book:
+        try:
+            submissions = book.assignment_submissions(assignment)
+        except MissingEntry:
+            return [], []
+        graded = sorted(
+            s.student.id
+            for s in submissions
+            if autograded_notebook(root, s.student.id, assignment).exists()
+        )
+        waiting = {s.student.id for s in submissions if answers_to_grade(s, root)}
+    return graded, [student for student in graded if student in waiting]
+
+
+def lms_feedback(assignment, manifest, root=paths.ROOT, held=()):
+    """Write upload/<assignment>/feedback_<lms>.zip for Canvas and Moodle; report lines.
+
+    The students `held` (answers still to grade) get no feedback in the zip.
+    """
     lines = []
     for name in sorted({record["lms"] for record in manifest.values()}):
         students = {s: r for s, r in manifest.items() if r["lms"] == name}
@@ -206,6 +297,8 @@ def lms_feedback(assignment, manifest, root=paths.ROOT):
             continue
         entries, missing = [], []
         for student, record in sorted(students.items()):
+            if student in held:
+                continue
             found = formats.feedback_entries(
                 student, record, root, assignment, cell_grades(assignment, student, root)
             )
@@ -221,50 +314,80 @@ def lms_feedback(assignment, manifest, root=paths.ROOT):
 
 
 def cell_grades(assignment, student, root=paths.ROOT):
-    """(grade id, score or None when still to grade by hand, maximum) of each graded cell."""
+    """(grade id, score or None when still to grade by hand, maximum, comment) of each graded cell.
+
+    The comment is the grader's on the cell's answer ("" when none).
+    """
     notebook = Path(paths.lab_filename(assignment)).stem
     with gradebook(root) as book:
         try:
             found = book.find_submission_notebook(notebook, assignment, student)
         except MissingEntry:
             return []
+        comments = {comment.name: comment.comment or "" for comment in found.comments}
         return [
-            (grade.name, None if grade.needs_manual_grade else grade.score, grade.max_score)
+            (
+                grade.name,
+                None if grade.needs_manual_grade else grade.score,
+                grade.max_score,
+                comments.get(grade.name, ""),
+            )
             for grade in found.grades
         ]
 
 
 def grades(root=paths.ROOT, output=GRADES_CSV):
-    """Write a CSV with one row per student and one column per lab (total score)."""
+    """Write a CSV with one row per student, one column per lab (total score), and the labs
+    whose score is provisional (written answers still to grade, counted as 0); report lines.
+    """
     labs = paths.assignments(root)
     with gradebook(root) as book:
-        rows = []
+        rows, waiting = [], []
         for student in sorted(book.students, key=lambda s: s.id):
-            row = {"student": student.id}
+            row = {"student": student.id, PROVISIONAL_COLUMN: []}
             for lab in labs:
                 try:
-                    row[lab] = book.find_submission(lab, student.id).score
+                    submission = book.find_submission(lab, student.id)
                 except MissingEntry:
                     row[lab] = ""
+                    continue
+                row[lab] = score_after_penalty(submission)
+                if answers_to_grade(submission, root):
+                    row[PROVISIONAL_COLUMN].append(lab)
+                    waiting.append(f"{student.id} ({lab})")
+            row[PROVISIONAL_COLUMN] = " ".join(row[PROVISIONAL_COLUMN])
             rows.append(row)
     with open(Path(root) / output, "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=["student", *labs])
+        writer = csv.DictWriter(handle, fieldnames=["student", *labs, PROVISIONAL_COLUMN])
         writer.writeheader()
         writer.writerows(rows)
-    return f"{len(rows)} students written to {output}"
+    lines = [f"{len(rows)} students written to {output}"]
+    if waiting:
+        lines.append(
+            f"  provisional (column {PROVISIONAL_COLUMN}), written answers to grade in the "
+            f"formgrader, counted as 0: {', '.join(waiting)}"
+        )
+    return "\n".join(lines)
 
 
-def lms_grades(assignment, lms_gradebook, root=paths.ROOT, column=""):
-    """Write upload/<assignment>/grades_<lms>.csv: the LMS's gradebook with the lab filled in."""
+def lms_grades(assignment, lms_gradebook, root=paths.ROOT, column="", provisional=False):
+    """Write upload/<assignment>/grades_<lms>.csv: the LMS's gradebook with the lab filled in.
+
+    A score that still counts written answers to grade as 0 is left blank unless `provisional`.
+    """
     manifest = read_manifest(root, assignment)
     if not manifest:
         return False, f"{assignment}: collect it first (make collect ASSIGNMENT={assignment})"
     if not Path(lms_gradebook).is_file():
         return False, f"{assignment}: no file {lms_gradebook} (the LMS's gradebook CSV)"
     scores, not_graded, to_grade = lms_scores(assignment, manifest, root)
+    held = set() if provisional else {manifest[student]["lms_id"] for student in to_grade}
+    scores = {lms_id: score for lms_id, score in scores.items() if lms_id not in held}
     text, bom = formats.read_text(lms_gradebook)
     try:
-        filled, name, report = formats.fill_gradebook(text, assignment, scores, column, not_graded)
+        filled, name, report = formats.fill_gradebook(
+            text, assignment, scores, column, not_graded, held
+        )
     except ValueError as error:
         return False, f"{assignment}: {lms_gradebook}: {error}"
     path = Path(UPLOAD) / assignment / f"grades_{name.lower()}.csv"
@@ -272,9 +395,11 @@ def lms_grades(assignment, lms_gradebook, root=paths.ROOT, column=""):
     (Path(root) / path).write_bytes(bom + filled.encode("utf-8"))
     lines = [f"{assignment}: {name} gradebook with the lab's grades in {path}"]
     lines += [f"  {line}" for line in report]
-    if to_grade:
+    if held:
+        lines.append(GRADES_HELD_BACK)
+    elif to_grade:
         lines.append(
-            f"  written answers not graded yet (counted as 0), see the formgrader: "
+            f"  provisional, written answers not graded yet (counted as 0), see the formgrader: "
             f"{', '.join(to_grade)}"
         )
     return True, "\n".join(lines)
@@ -294,7 +419,7 @@ def lms_scores(assignment, manifest, root=paths.ROOT):
             if submission is None or not executed(graded):
                 not_graded.add(record["lms_id"])
                 continue
-            scores[record["lms_id"]] = submission.score
+            scores[record["lms_id"]] = score_after_penalty(submission)
             if submission.needs_manual_grade:
                 to_grade.append(student)
     return scores, not_graded, to_grade
@@ -327,6 +452,11 @@ def main(argv=None):
     parser.add_argument("--lms-gradebook", default="", help="gradebook CSV exported by the LMS")
     parser.add_argument("--lms-column", default="", help="the lab's column in a Canvas gradebook")
     parser.add_argument(
+        "--provisional",
+        action="store_true",
+        help="feedback and LMS grades also for submissions with written answers still to grade",
+    )
+    parser.add_argument(
         "--unsandboxed", action="store_true", help="autograde without a sandbox (not advised)"
     )
     parser.add_argument(
@@ -341,7 +471,7 @@ def main(argv=None):
         if not args.assignment:
             parser.error("LMS_GRADEBOOK needs an assignment, e.g. ASSIGNMENT=01_softmax")
         exported = Path(args.lms_gradebook).expanduser()
-        ok, message = lms_grades(args.assignment, exported, root, args.lms_column)
+        ok, message = lms_grades(args.assignment, exported, root, args.lms_column, args.provisional)
         print(message)
         sys.exit(0 if ok else 1)
     if args.command == "grades":
@@ -379,7 +509,7 @@ def run_each_lab(args, root):
                 message = "\n".join(UNSANDBOXED_MARK + line for line in message.splitlines())
             print(message, flush=True)
         else:
-            print(feedback(assignment, root), flush=True)
+            print(feedback(assignment, root, args.provisional), flush=True)
     return all_ok
 
 

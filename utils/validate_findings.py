@@ -4,12 +4,16 @@ Validate runs the notebook and lists its failing tests, as nbgrader's own does. 
 each cell whose findings the grader will report to the instructor (`utils.review`), in the same
 words as the note under the cell when it runs, so that nothing in a grade surprises the student.
 No points depend on a finding; "Success!" shows only when no test fails and no cell has one.
+Each entry shows its message first (a failed check's message and hint, or the note), wrapped
+to the dialog's width, then the cell it is about.
 
 Installed with `utils` (its configuration file turns nbgrader's own Validate handler off and
 this one on); it needs nbgrader, as Validate does.
 """
 
 import json
+import re
+import textwrap
 from pathlib import Path
 
 from jupyter_server.utils import url_path_join
@@ -18,7 +22,10 @@ from nbgrader.server_extensions.validate_assignment.handlers import ValidateAssi
 
 from utils.review import finding_note, notebook_findings
 
-NOT_A_FAILURE = "Not a failed test, and no points depend on it.\n"  # the dialog does not wrap lines
+NOT_A_FAILURE = "Not a failed test, and no points depend on it.\n"
+WIDTH = 90  # characters a line of the dialog shows: it does not wrap lines
+ANSI_CODE = re.compile(r"\x1b\[[0-9;]*m")
+TRACEBACK_START = ("---", "Traceback")  # an error shown in full, its message on its last line
 
 
 class ValidateWithFindings(ValidateAssignmentHandler):
@@ -33,17 +40,38 @@ class ValidateWithFindings(ValidateAssignmentHandler):
         if "type_changed" in result or "changed" in result:
             return answer  # nbgrader shows these alone; the findings come once they are fixed
         notebook = json.loads((Path(self.root_dir) / path).read_text(encoding="utf-8"))
-        entries = [finding_entry(source, listed) for _, source, listed in
-                   notebook_findings(notebook)]
-        if entries:
-            result["failed"] = [*result.get("failed", []), *entries]
+        failed = [message_first(entry["raw_error"], entry["source"])
+                  for entry in result.get("failed", [])]  # fmt: skip
+        notes = [message_first(NOT_A_FAILURE + finding_note(listed), source)
+                 for _, source, listed in notebook_findings(notebook)]  # fmt: skip
+        if failed or notes:
+            result["failed"] = failed + notes
         return answer
 
 
-def finding_entry(source, listed):
-    """What the Validate dialog shows for one cell with findings: its code, then the note."""
-    note = NOT_A_FAILURE + finding_note(listed)
-    return {"source": source.strip(), "error": escape(note), "raw_error": note}
+def message_first(message, source):
+    """A dialog entry that shows `message` (wrapped, in plain text) first, then the cell's code."""
+    text = "\n".join(wrapped(message_lines(ANSI_CODE.sub("", message))))
+    cell = escape(f"In this cell:\n\n{source.strip()}")
+    return {"source": text, "error": cell, "raw_error": text}
+
+
+def message_lines(text):
+    """The lines of an error or a note, an error's message first when it is a whole traceback."""
+    lines = text.strip().splitlines() or [""]
+    if lines[0].startswith(TRACEBACK_START):
+        return [lines[-1], "", *lines[:-1]]
+    return lines
+
+
+def wrapped(lines):
+    """Each line cut to at most WIDTH characters, at spaces where it can be."""
+    return [
+        part
+        for line in lines
+        for part in (textwrap.wrap(line, WIDTH, subsequent_indent="  ", break_long_words=True,
+                                   break_on_hyphens=False) or [""])
+    ]  # fmt: skip
 
 
 def escape(text):

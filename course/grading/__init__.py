@@ -6,5 +6,7 @@ and `fastkernel` asks it for kernels on nbgrader's behalf; `judge.JudgeExecute` 
 cells in the grader against the student's kernel (with `agent` and `wire` in the kernel);
 `findings` lists for the instructor what each student cell uses; `pages`, `output_limits` and
 `feedback` are nbgrader preprocessors, `feedback.FeedbackExporter` writes the feedback page;
-`pool` and `worker` grade a class on every core. Imports `course.build` only.
+`mathml` draws the pages' math without a script; `regrade` keeps hand grades when the formgrader
+grades a submission again; `pool` and `worker` grade a class on every core. Imports
+`course.build` only.
 """

@@ -132,21 +132,28 @@ class Worker:
 
 
 class Progress:
-    """A one-line progress report (done/total, failures, time left) on a terminal only."""
+    """A one-line progress report (done/total, failures, time left) on a terminal only.
+
+    The time left is counted down to an end estimated, each time a submission is done, from the
+    pace of those done so far: between two of them it falls, never rises.
+    """
 
     def __init__(self, label, total, stream=None):
         self.label, self.total, self.stream = label, total, stream
         self.start = time.monotonic()
         self.shown = stream is not None and stream.isatty()
+        self.done, self.end = 0, None
 
     def line(self, done, failed):
         """The progress line for `done` submissions, `failed` of them not graded."""
-        elapsed = time.monotonic() - self.start
-        if done:
-            left = round(elapsed / done * (self.total - done))
-            estimate = f"about {left // 60}:{left % 60:02d} left"
-        else:
+        now = time.monotonic()
+        if done and done != self.done:
+            self.done, self.end = done, self.start + (now - self.start) / done * self.total
+        if self.end is None:
             estimate = "time left not known yet"
+        else:
+            left = max(0, round(self.end - now))
+            estimate = f"about {left // 60}:{left % 60:02d} left"
         return f"{self.label}: {done}/{self.total} graded, {failed} failed, {estimate}"
 
     def update(self, done, failed):

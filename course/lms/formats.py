@@ -162,7 +162,11 @@ def roster_entry(roster, download):
 
 
 def split_name(download):
-    """(first name, last name) for the gradebook, from what the LMS wrote."""
+    """(first name, last name) for the gradebook, from what the LMS wrote.
+
+    A name the LMS writes as one word (Canvas's "lovelaceada") is kept whole as the last name,
+    with an empty first name: the formgrader shows "lovelaceada, ", never "lovelaceada, None".
+    """
     if download.lms == "moodle" and " " in download.name:
         first, last = download.name.split(" ", 1)
         return first, last
@@ -243,12 +247,13 @@ def format_score(score):
     return f"{round(score, 2):g}"
 
 
-def fill_gradebook(text, assignment, scores, column="", not_graded=()):
+def fill_gradebook(text, assignment, scores, column="", not_graded=(), held=()):
     """Put `scores` (LMS id -> score) in the lab's column of an LMS gradebook CSV.
 
     Returns (new text, LMS name, report lines). Only the lab's cells of matched students change;
     every other cell, the quoting and the line endings are kept. `not_graded` are the LMS ids of
-    collected submissions that could not be graded: their rows are reported apart.
+    collected submissions that could not be graded, `held` those whose written answers are still
+    to grade: their rows are left blank and reported apart.
     """
     records = split_records(text)
     header = parse_record(records[0]) if records else []
@@ -262,7 +267,8 @@ def fill_gradebook(text, assignment, scores, column="", not_graded=()):
         id_index, grade_index = header.index("ID"), canvas_column(header, assignment, column)
     else:
         id_index, grade_index = header.index("Identifier"), header.index("Grade")
-    out, filled, unmatched, blank = [records[0]], set(), [], []
+    out, filled = [records[0]], set()
+    unmatched, blank, held_rows = [], [], []
     for record in records[1:]:
         cells = parse_record(record)
         lms_id = lms_row_id(lms, cells, id_index)
@@ -270,7 +276,7 @@ def fill_gradebook(text, assignment, scores, column="", not_graded=()):
             out.append(record)
             continue
         if lms_id not in scores:
-            listing = blank if lms_id in not_graded else unmatched
+            listing = blank if lms_id in not_graded else held_rows if lms_id in held else unmatched
             listing.append(f"{lms_id} ({row_name(lms, header, cells)})")
             out.append(record)
             continue
@@ -280,6 +286,10 @@ def fill_gradebook(text, assignment, scores, column="", not_graded=()):
     report = [f'{len(filled)} grades written in column "{header[grade_index]}"']
     if blank:
         report.append("not graded (see make autograde), left blank: " + ", ".join(blank))
+    if held_rows:
+        report.append(
+            "written answers to grade in the formgrader first, left blank: " + ", ".join(held_rows)
+        )
     if unmatched:
         report.append("rows left unchanged, no submission in this export: " + ", ".join(unmatched))
     missing = sorted(set(scores) - filled)
@@ -318,7 +328,11 @@ def read_text(path):
 
 
 def feedback_notebook(autograded_path, grades, assignment):
-    """The autograded notebook, cleaned and cut as feedback pages are, with the scores on top."""
+    """The autograded notebook, cleaned and cut as feedback pages are, with the scores on top
+    and the grader's comment on an answer below it.
+
+    `grades` are (grade id, score or None when still to grade, maximum, comment) per graded cell.
+    """
     nb = notebooks.read(autograded_path)
     for step in (CleanSubmission(), LimitOutputSize(), HideHiddenTests()):
         nb, _ = step.preprocess(nb, {})
@@ -327,14 +341,24 @@ def feedback_notebook(autograded_path, grades, assignment):
     lines = [f"# Feedback on {assignment}", "", "| cell | points |", "|---|---|"]
     lines += [
         f"| {name} | {'to be graded' if score is None else format_score(score)} / {top:g} |"
-        for name, score, top in grades
+        for name, score, top, _ in grades
     ]
-    total = sum(score or 0 for _, score, _ in grades)
-    maximum = sum(top for _, _, top in grades)
+    total = sum(score or 0 for _, score, _, _ in grades)
+    maximum = sum(top for _, _, top, _ in grades)
     pending = " (written answers still to be graded)" if None in [g[1] for g in grades] else ""
     lines += ["", f"**Total: {format_score(total)} / {maximum:g}**{pending}"]
+    add_comments(nb, {name: comment for name, _, _, comment in grades if comment})
     nb.cells.insert(0, nbformat.v4.new_markdown_cell("\n".join(lines)))
     return nb
+
+
+def add_comments(nb, comments):
+    """Insert, below each cell named in `comments` (grade id -> text), a cell with its comment."""
+    for index in reversed(range(len(nb.cells))):
+        name = notebooks.nbgrader_meta(nb.cells[index]).get("grade_id")
+        if name in comments:
+            text = f"**Comment on {name}:**\n\n{comments[name]}"
+            nb.cells.insert(index + 1, nbformat.v4.new_markdown_cell(text))
 
 
 def feedback_entries(student_id, record, root, assignment, grades):

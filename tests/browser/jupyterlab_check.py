@@ -1,11 +1,16 @@
 """A student's first failing test, a cell's findings and a lecture's control, in JupyterLab.
 
+Then, in the same server, the instructor's side of one graded submission: the formgrader's
+Autograde button keeps a hand grade, and the math of the formgrader's page and of the feedback
+renders with the network cut off.
+
 Run with `make test-browser`.
 
 It needs Chromium (Debian's `chromium` package; `.ci/run` installs it) and is not part of
 `make test`. Screenshots go to `browser-screenshots/` (ignored by git).
 """
 
+import json
 import re
 import secrets
 import shutil
@@ -13,14 +18,16 @@ import subprocess
 import sys
 import time
 import urllib.request
+from pathlib import Path
 
 import pytest
 from local_servers import SCREENSHOTS, free_port
+from pages_check import run_instructor, submission_url
 from playwright.sync_api import expect
 
-from course.build import paths
+from course.build import gradebook_db, notebooks, paths
 from course.build.nbgrader_run import nbgrader_environment
-from course.build.submissions import scratch_course
+from course.build.submissions import fill, scratch_course, solution_cells, submit
 
 LAB = "01_softmax"
 WRONG_SOFTMAX = "def softmax(scores, dim=-1):\n    e = scores.exp()\n    return e / e.sum()\n"
@@ -40,6 +47,16 @@ LAB_NOTEBOOK = f"release/{LAB}/{paths.lab_filename(LAB)}"
 LECTURE = "01_softmax.ipynb"
 CONTROL_CALL = "interactive.show("
 COURSE_VALIDATE = "utils.validate_findings"  # turned on by the course's jupyter-config/
+STUDENT = "ada"
+WRITTEN = "written_stability"  # lab 01's written answer, graded by hand
+HAND_SCORE = 1.5
+NEWS = "@jupyterlab/apputils-extension:notification"  # its fetchNews: the "Jupyter news?" question
+# How many math elements the browser lays out as MathML; TeX left for a script to typeset.
+RENDERED_MATH = """() => [
+  Array.from(document.querySelectorAll('math'))
+    .filter(m => m instanceof MathMLElement && m.getBoundingClientRect().width > 0).length,
+  document.body.innerText.includes('\\operatorname'),
+]"""
 NBGRADER_VALIDATE = "nbgrader.server_extensions.validate_assignment"  # turned off by it
 
 
@@ -257,4 +274,141 @@ def test_moving_a_lecture_control_redraws_its_figure_and_readout(browser, server
     assert re.search(r"T = 0\.30", after_text), after_text
     assert after_image != before_image, "the figure did not change"
     print(f"readout before: {before_text!r}; after: {after_text!r}")
+    page.close()
+
+
+def test_a_failed_checks_message_and_hint_come_first_in_validate(browser, server):
+    page = open_lab(browser, server)
+    solution = cell_index(page, SOFTMAX_CELL)
+    replace_cell_text(page, solution, WRONG_SOFTMAX)
+    page.get_by_role("button", name="Validate").first.click()
+    dialog = page.locator(".jp-Dialog")
+    expect(dialog).to_contain_text(MESSAGE, timeout=120_000)
+    first = dialog.locator("pre").first
+    lines = first.inner_text().splitlines()
+    assert lines[0].startswith("AssertionError") and MESSAGE in " ".join(lines[:2]), lines
+    assert any(line.startswith("Hint") for line in lines), lines
+    assert first.evaluate("pre => pre.scrollWidth <= pre.clientWidth"), "the message is cut off"
+    assert dialog.locator("pre").nth(1).inner_text().startswith("In this cell:")
+    SCREENSHOTS.mkdir(exist_ok=True)
+    page.screenshot(path=SCREENSHOTS / "validate_message_first.png")
+    page.close()
+
+
+def test_jupyterlab_asks_no_question_about_news(server):
+    url, token, _ = server
+    answer = urllib.request.urlopen(f"{url}/lab/api/settings/{NEWS}?token={token}", timeout=30)
+    schema = json.loads(answer.read())["schema"]
+    assert schema["properties"]["fetchNews"]["default"] == "false", "the virtualenv's overrides"
+
+
+@pytest.fixture(scope="module")
+def graded(server):
+    """Lab 01 of one student in the server's course: autograded, its written answer graded by
+    hand in the formgrader, its feedback written. The course's root."""
+    _, _, root = server
+    release = notebooks.read(root / "release" / LAB / paths.lab_filename(LAB))
+    submit(root, LAB, STUDENT, fill(release, solution_cells(LAB)))
+    result = run_instructor(root, "autograde", LAB)
+    assert result.returncode == 0, result.stdout + result.stderr[-5000:]
+    grade_id, _, waiting = hand_grade(root)
+    assert waiting, "the written answer should wait for hand grading"
+    set_hand_grade(server, grade_id, HAND_SCORE)
+    result = run_instructor(root, "feedback", LAB)
+    assert result.returncode == 0, result.stdout + result.stderr[-5000:]
+    return root
+
+
+def hand_grade(root):
+    """(its id, manual score, needs manual grade) of the student's written answer."""
+    notebook = Path(paths.lab_filename(LAB)).stem
+    with gradebook_db.open_gradebook(root) as gradebook:
+        submission = gradebook.find_submission_notebook(notebook, LAB, STUDENT)
+        grade = next(grade for grade in submission.grades if grade.name == WRITTEN)
+        return grade.id, grade.manual_score, grade.needs_manual_grade
+
+
+def set_hand_grade(server, grade_id, score):
+    """Give a grade a manual score through the formgrader's API, as its score field does."""
+    url, token, _ = server
+    request = urllib.request.Request(
+        f"{url}/formgrader/api/grade/{grade_id}",
+        method="PUT",
+        data=json.dumps({"manual_score": score}).encode(),
+        headers={"Authorization": f"token {token}"},
+    )
+    urllib.request.urlopen(request, timeout=60)
+
+
+def test_the_formgraders_autograde_button_keeps_a_hand_grade(browser, server, graded):
+    url, token, _ = server
+    grade_id = hand_grade(graded)[0]
+    assert hand_grade(graded) == (grade_id, HAND_SCORE, False)
+    headers = {"Authorization": f"token {token}"}  # the page's own requests carry it too
+    page = browser.new_page(viewport={"width": 1280, "height": 800}, extra_http_headers=headers)
+    page.goto(f"{url}/formgrader/manage_submissions/{LAB}")
+    row = page.locator("tr", has=page.get_by_text(STUDENT, exact=True))
+    row.locator(".autograde a").click()
+    log = page.locator("#success-modal pre").first
+    log.wait_for(timeout=300_000)
+    text = log.inner_text()
+    page.screenshot(path=SCREENSHOTS / "formgrader_autograde_log.png")
+    page.close()
+    assert hand_grade(graded) == (grade_id, HAND_SCORE, False)
+    assert "[DEBUG]" not in text and "has changed!" not in text, text
+    assert "Restored the hidden tests of cell" in text, text
+
+
+def offline_page(browser):
+    """A page that may fetch from this machine only; the list of what it tried to fetch beyond."""
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    refused = []
+
+    def local_only(route):
+        address = route.request.url
+        if re.match(r"https?://(127\.0\.0\.1|localhost)[:/]", address) or not re.match(
+            r"https?:", address
+        ):
+            route.continue_()
+        else:
+            refused.append(address)
+            route.abort()
+
+    page.route("**/*", local_only)
+    return page, refused
+
+
+def rendered_math(page, url, screenshot):
+    """(math elements laid out as MathML, whether TeX shows as text) once `url` has loaded."""
+    page.goto(url, wait_until="load")
+    page.wait_for_timeout(1000)
+    SCREENSHOTS.mkdir(exist_ok=True)
+    page.screenshot(path=SCREENSHOTS / screenshot, full_page=True)
+    return tuple(page.evaluate(RENDERED_MATH))
+
+
+def test_math_renders_offline_in_the_formgrader(browser, server, graded):
+    page, refused = offline_page(browser)
+    url = submission_url(graded, server[:2], STUDENT)
+    shown, tex = rendered_math(page, url, "formgrader_math_offline.png")
+    page.close()
+    assert shown >= 3 and not tex, (shown, tex)
+    assert refused == []
+
+
+def test_math_renders_offline_in_the_feedback(browser, graded):
+    page, refused = offline_page(browser)
+    html = graded / "feedback" / STUDENT / LAB / f"{Path(paths.lab_filename(LAB)).stem}.html"
+    shown, tex = rendered_math(page, html.as_uri(), "feedback_math_offline.png")
+    page.close()
+    assert shown >= 3 and not tex, (shown, tex)
+    assert refused == []
+
+
+def test_the_formgrader_warns_of_no_missing_exchange(browser, server):
+    url, token, _ = server
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    page.goto(f"{url}/formgrader/manage_assignments?token={token}")
+    expect(page.get_by_text(LAB, exact=True).first).to_be_visible(timeout=60_000)
+    assert page.locator("#warning-exchange").count() == 0, page.locator("body").inner_text()
     page.close()

@@ -385,7 +385,7 @@ def test_summary_counts_the_graded_students_and_explains_the_others(course):
 
 
 def test_feedback_shows_hidden_failures_but_not_hidden_code(course):
-    result = run_instructor(course["root"], "feedback", LAB)
+    result = run_instructor(course["root"], "feedback", LAB, "--provisional")
     assert result.returncode == 0, result.stderr
     html = (course["root"] / "feedback" / "ignores_dim" / LAB / "01_softmax_lab.html").read_text()
     assert "hidden tests: the code is not shown" in html
@@ -450,7 +450,7 @@ def test_a_kernel_that_dies_costs_only_the_tests_that_need_the_dead_code(open_ke
 
 
 def test_hidden_test_code_never_reaches_the_kernel_or_the_feedback(open_kernel):
-    result = run_instructor(open_kernel["root"], "feedback", LAB)
+    result = run_instructor(open_kernel["root"], "feedback", LAB, "--provisional")
     assert result.returncode == 0, result.stderr
     student = open_kernel["root"] / "feedback" / "echoes_cells" / LAB / "01_softmax_lab.html"
     root = open_kernel["root"]

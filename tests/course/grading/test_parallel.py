@@ -276,6 +276,17 @@ def test_progress_shows_done_failures_and_time_left_on_a_terminal_only():
     assert "not known yet" in pool.Progress(LAB, 40).line(0, 0)
 
 
+def test_time_left_counts_down_while_no_submission_is_done(monkeypatch):
+    clock = [100.0]
+    monkeypatch.setattr(pool.time, "monotonic", lambda: clock[0])
+    progress = pool.Progress(LAB, 40)
+    shown = []
+    for seconds, done in [(10, 10), (20, 10), (30, 10), (10, 20)]:
+        clock[0] += seconds
+        shown.append(progress.line(done, 0).rsplit(", ", 1)[1])
+    assert shown == ["about 0:30 left", "about 0:10 left", "about 0:00 left", "about 1:10 left"]
+
+
 @pytest.mark.parametrize("jobs", [0, -2, 1.5, "2", True])
 def test_jobs_must_be_a_positive_whole_number(jobs):
     with pytest.raises(ValueError, match="positive whole number of workers"):

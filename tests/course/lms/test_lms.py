@@ -3,21 +3,24 @@
 The file-name parsers and the gradebook writer are tested on their own (fast). Then one scratch
 course per LMS receives a realistic export of lab 01 (a late resubmission, renamed notebooks, a
 name with spaces and accents, a student with two notebooks) and goes through the instructor's
-commands once; the tests read what each command left behind.
+commands once, one written answer graded by hand with a comment and the others not yet; the
+tests read what each command left behind.
 """
 
 import csv
 import io
 import json
+import re
 import subprocess
 import sys
 import zipfile
+from pathlib import Path
 
 import nbformat
 import pytest
 from catalogue import mistakes
 
-from course.build import notebooks, paths
+from course.build import gradebook_db, notebooks, paths
 from course.build.nbgrader_run import nbgrader_environment
 from course.build.submissions import autograded_scores, fill, scratch_course, solution_cells
 from course.lms import formats
@@ -25,6 +28,8 @@ from course.lms.collect import collect_export
 
 LAB = "01_softmax"
 NOTEBOOK = paths.lab_filename(LAB)
+WRITTEN = "written_stability"
+COMMENT = "Part 1 is right; for part 2, square the weights *and* renormalise."
 HIDDEN_LINES = [
     "generator = torch.Generator().manual_seed(101)",
     "for shape in [(7,), (3, 5)",
@@ -256,8 +261,29 @@ def submissions(root):
     }
 
 
-def round_trip(root, export, gradebook_csv, roster=None):
-    """Put `export` (zip entries) in the archive and run collect, autograde, feedback, grades."""
+def grade_by_hand(root, student, score, comment):
+    """Grade a student's written answer and comment on it, as the formgrader does."""
+    with gradebook_db.open_gradebook(root) as book:
+        notebook = book.find_submission_notebook(Path(NOTEBOOK).stem, LAB, student)
+        grade = next(g for g in notebook.grades if g.name == WRITTEN)
+        grade.manual_score, grade.needs_manual_grade = score, False
+        next(c for c in notebook.comments if c.name == WRITTEN).manual_comment = comment
+        book.db.commit()
+
+
+def read_zip(path):
+    """{name: text} of every entry of a zip."""
+    with zipfile.ZipFile(path) as bundle:
+        return {name: bundle.read(name).decode() for name in bundle.namelist()}
+
+
+def round_trip(root, export, gradebook_csv, graded_by_hand, roster=None):
+    """Put `export` (zip entries) in the archive and run collect, autograde, feedback, grades.
+
+    After autograde, the written answer of `graded_by_hand` is graded (1.75 points, COMMENT);
+    feedback and the LMS gradebook are made without --provisional (what they hold is kept as
+    "held_zips" and "held_gradebook"), then with it.
+    """
     archive = root / "downloaded" / LAB / "archive"
     archive.mkdir(parents=True)
     with zipfile.ZipFile(archive / "submissions.zip", "w") as bundle:
@@ -266,14 +292,21 @@ def round_trip(root, export, gradebook_csv, roster=None):
     if roster:
         (root / "roster.csv").write_text(roster, encoding="utf-8")
     (root / "exported.csv").write_bytes(gradebook_csv)
+    lms_gradebook = ["--lms-gradebook", str(root / "exported.csv")]
     steps = {
         "collect": run_instructor(root, "collect", LAB),
         "autograde": run_instructor(root, "autograde", LAB),
-        "feedback": run_instructor(root, "feedback", LAB),
-        "grades": run_instructor(
-            root, "grades", LAB, "--lms-gradebook", str(root / "exported.csv")
-        ),
     }
+    grade_by_hand(root, graded_by_hand, 1.75, COMMENT)
+    steps["held_feedback"] = run_instructor(root, "feedback", LAB)
+    steps["held_zips"] = {p.name: read_zip(p) for p in (root / "upload" / LAB).glob("*.zip")}
+    steps["held_grades"] = run_instructor(root, "grades", LAB, *lms_gradebook)
+    steps["held_gradebook"] = {
+        p.name: p.read_text("utf-8-sig") for p in (root / "upload" / LAB).glob("grades_*.csv")
+    }
+    steps["feedback"] = run_instructor(root, "feedback", LAB, "--provisional")
+    steps["grades"] = run_instructor(root, "grades", LAB, *lms_gradebook, "--provisional")
+    steps["grades_csv"] = run_instructor(root, "grades")
     return {"root": root, **steps}
 
 
@@ -307,7 +340,7 @@ def canvas(tmp_path_factory):
         '"Nobody, Nora",99,s099,nora,Section B,,,\n'
         '"Student, Test",99999,,,Section A,,,\n'
     ).encode()
-    return round_trip(root, export, gradebook, roster)
+    return round_trip(root, export, gradebook, "s003", roster)
 
 
 @pytest.fixture(scope="module")
@@ -335,7 +368,7 @@ def moodle(tmp_path_factory):
         '"Participant 104","Alan Turing","alan@example.org","No submission","",'
         '"10.00","Yes","-","-",""\n'
     ).encode()
-    return round_trip(root, export, worksheet)
+    return round_trip(root, export, worksheet, "103")
 
 
 def test_canvas_collect_reads_the_export_and_reports_what_needs_a_look(canvas):
@@ -379,7 +412,7 @@ def test_canvas_gradebook_is_filled_for_matched_students_only(canvas):
     assert lab == {
         "12345": f"{scores['s001'][0]:g}",
         "23456": f"{scores['23456'][0]:g}",
-        "34567": f"{round(scores['s003'][0], 2):g}",
+        "34567": f"{round(scores['s003'][0] + 1.75, 2):g}",
         "45678": "",
         "99": "",
         "99999": "",
@@ -408,7 +441,7 @@ def test_canvas_feedback_zip_keeps_the_downloaded_names_and_hides_hidden_tests(c
     )
     mistake = texts["ångströmzoë_34567_678903_Copy of 01_softmax_lab.ipynb"]
     assert nbformat.reads(mistake, as_version=4).cells[0].source.startswith(f"# Feedback on {LAB}")
-    assert "| written_stability | to be graded / 2 |" in mistake
+    assert "| written_stability | 1.75 / 2 |" in mistake
     assert "hidden tests: the code is not shown" in mistake
     assert "normalised over the last dimension whatever" in mistake
     for text in texts.values():
@@ -437,7 +470,7 @@ def test_moodle_worksheet_is_filled_by_participant_id(moodle):
     assert grades == {
         "Participant 101": f"{scores['101'][0]:g}",
         "Participant 102": "0",
-        "Participant 103": f"{round(scores['103'][0], 2):g}",
+        "Participant 103": f"{round(scores['103'][0] + 1.75, 2):g}",
         "Participant 104": "",
     }
     for old, new in zip(csv_rows(original), csv_rows(written), strict=True):
@@ -458,3 +491,103 @@ def test_moodle_feedback_zip_has_a_folder_per_student_as_moodle_reads_it(moodle)
     assert "hidden tests: the code is not shown" in html
     for hidden_line in HIDDEN_LINES:
         assert hidden_line not in html
+
+
+# ---------------------------------------------------------------------------------------------
+# Written answers not graded yet: never shown as final; a grader's comment reaches every channel
+
+
+def feedback_html(course, student):
+    """The feedback page of a student."""
+    return (course["root"] / "feedback" / student / LAB / f"{Path(NOTEBOOK).stem}.html").read_text()
+
+
+def test_the_summary_counts_the_answers_to_grade_and_flags_late_work_without_penalty(canvas):
+    out = canvas["autograde"].stdout
+    assert "3 written answers to grade by hand in the formgrader" in out, out
+    assert "  23456: late, no penalty: no due date set" in out
+
+
+def test_feedback_waits_for_the_written_answers_unless_asked_for_early(canvas, moodle):
+    out = canvas["held_feedback"].stdout
+    assert canvas["held_feedback"].returncode == 0, out + canvas["held_feedback"].stderr
+    assert f"{LAB}: feedback of 1 students written to feedback/" in out
+    assert "no feedback yet, written answers to grade in the formgrader first: 23456, s001" in out
+    assert "PROVISIONAL=1" in out
+    canvas_zip = canvas["held_zips"]["feedback_canvas.zip"]
+    assert list(canvas_zip) == ["ångströmzoë_34567_678903_Copy of 01_softmax_lab.ipynb"]
+    moodle_zip = moodle["held_zips"]["feedback_moodle.zip"]
+    assert sorted(moodle_zip) == [  # 102 handed in nothing: nothing to grade by hand
+        f"Grace Hopper_103_assignsubmission_file_/{LAB}_lab.html",
+        f"José María Núñez_102_assignsubmission_file_/{LAB}_lab.html",
+    ]
+    assert "provisional, written answers to be graded: 23456, s001" in canvas["feedback"].stdout
+
+
+def test_feedback_says_to_be_graded_for_an_answer_not_graded_and_in_the_total(canvas):
+    pending = feedback_html(canvas, "s001")
+    assert re.search(r"\(Score: to be graded, [\d.]+ / 10\.0 so far, 1 written answer", pending)
+    assert "Written response</a> (Score: to be graded / 2.0)" in pending
+    assert "Score: 0.0 / 2.0" not in pending
+    graded = feedback_html(canvas, "s003")
+    assert "to be graded" not in graded and "Comments:</b>" in graded and "renormalise" in graded
+    assert "div.output_area pre, div.input_area pre {\n  white-space: pre-wrap;" in graded
+
+
+def test_the_hidden_test_line_says_whether_they_passed(canvas):
+    mistake = feedback_html(canvas, "s003")
+    assert "hidden tests: the code is not shown; the error it raised is below" in mistake
+    assert "hidden tests: the code is not shown; they passed" in mistake
+    solution = feedback_html(canvas, "s001")
+    assert "error is below" not in solution
+
+
+def test_the_lms_feedback_has_the_comment_and_the_answers_to_grade(canvas, moodle):
+    canvas_zip = read_zip(canvas["root"] / "upload" / LAB / "feedback_canvas.zip")
+    graded = nbformat.reads(canvas_zip["ångströmzoë_34567_678903_Copy of 01_softmax_lab.ipynb"], 4)
+    comment = next(cell for cell in graded.cells if COMMENT in cell.source)
+    assert comment.source.startswith(f"**Comment on {WRITTEN}:**")
+    assert f"| {WRITTEN} | 1.75 / 2 |" in graded.cells[0].source
+    assert f"| {WRITTEN} | to be graded / 2 |" in canvas_zip[f"lovelaceada_12345_678901_{NOTEBOOK}"]
+    moodle_zip = read_zip(moodle["root"] / "upload" / LAB / "feedback_moodle.zip")
+    assert "renormalise" in moodle_zip[f"Grace Hopper_103_assignsubmission_file_/{LAB}_lab.html"]
+    assert (
+        "Score: to be graded"
+        in moodle_zip[f"Zoë Ångström_101_assignsubmission_file_/{LAB}_lab.html"]
+    )
+
+
+def test_lms_gradebook_leaves_scores_not_final_blank_unless_asked(canvas, moodle):
+    rows = csv_rows(canvas["held_gradebook"]["grades_canvas.csv"])
+    assert {row[1]: row[5] for row in rows[2:5]} == {
+        "12345": "",
+        "23456": "",
+        "34567": f"{round(autograded_scores(canvas['root'], LAB)['s003'][0] + 1.75, 2):g}",
+    }
+    out = canvas["held_grades"].stdout
+    assert "to grade in the formgrader first, left blank: 12345 (Lovelace, Ada), 23456" in out
+    assert "PROVISIONAL=1" in out
+    worksheet = csv_rows(moodle["held_gradebook"]["grades_moodle.csv"])
+    graded = f"{round(autograded_scores(moodle['root'], LAB)['103'][0] + 1.75, 2):g}"
+    assert [row[4] for row in worksheet[1:4]] == ["", "0", graded]
+
+
+def test_grades_csv_marks_the_provisional_scores(canvas):
+    result = canvas["grades_csv"]
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (
+        "provisional" in result.stdout and "23456 (01_softmax), s001 (01_softmax)" in result.stdout
+    )
+    written = (canvas["root"] / "grades.csv").read_text()
+    rows = {row["student"]: row for row in csv.DictReader(io.StringIO(written))}
+    assert rows["s001"]["provisional"] == LAB and rows["23456"]["provisional"] == LAB
+    assert rows["s003"]["provisional"] == ""
+    assert float(rows["s001"][LAB]) == autograded_scores(canvas["root"], LAB)["s001"][0]
+
+
+def test_a_name_without_a_roster_is_kept_as_the_lms_wrote_it(canvas):
+    with gradebook_db.open_gradebook(canvas["root"]) as book:
+        student = book.find_student("23456")
+        assert (student.last_name, student.first_name) == ("turingalan", "")
+        ada = book.find_student("s001")
+        assert (ada.last_name, ada.first_name) == ("Lovelace", "Ada")
