@@ -414,7 +414,10 @@ def findings(source, policy=LabPolicy(), modules=None):
 
 
 def lab_notebooks(folder):
-    """The lab notebooks in a folder: (policy, sources of their locked code cells, stripped)."""
+    """The lab notebooks in a folder: (policy, sources of their locked code cells, stripped).
+
+    The policy is None when no notebook there has one (not a lab's folder).
+    """
     notebooks = []
     for path in sorted(Path(folder).glob("*.ipynb")):
         try:
@@ -422,7 +425,7 @@ def lab_notebooks(folder):
         except (OSError, ValueError):
             continue
     with_policy = [nb for nb in notebooks if POLICY_KEY in nb.get("metadata", {}).get("course", {})]
-    policy = LabPolicy.from_metadata(with_policy[0]["metadata"]) if with_policy else LabPolicy()
+    policy = LabPolicy.from_metadata(with_policy[0]["metadata"]) if with_policy else None
     return policy, set().union(*(locked_sources(nb) for nb in notebooks))
 
 
@@ -481,11 +484,11 @@ def ipython_shell():
 
 
 def show_findings(folder="."):
-    """In IPython, show a cell's findings as it runs, as the grader will list them."""
+    """In IPython, in a lab's folder, show a cell's findings as it runs, as the grader will."""
     shell = ipython_shell()
-    if shell is None:
-        return
     policy, locked = lab_notebooks(folder)
+    if shell is None or policy is None:  # outside IPython, or outside a lab's folder
+        return
     modules = imported_names(locked)
 
     def before_cell(info):

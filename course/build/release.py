@@ -24,12 +24,17 @@ def generate_release(course_root, assignment, release_directory=None):
 
 
 def solution_notebook(source_path):
-    """Solution version of a source notebook: no delimiters, hidden tests or outputs."""
+    """Solution version of a source notebook: no delimiters, hidden tests, outputs or lab policy.
+
+    (Without its policy, a lab's `show_findings` shows nothing: a solution's cells, tests
+    included, are the instructor's.)
+    """
     nb = notebooks.read(source_path)
     for cell in nb.cells:
         cell.source = notebooks.remove_hidden_tests(notebooks.strip_solution_markers(cell.source))
         cell.metadata.pop("nbgrader", None)
     nb.metadata.pop("nbgrader", None)
+    nb.metadata.pop("course", None)
     return notebooks.clear_outputs(nb)
 
 
@@ -39,6 +44,7 @@ def generate_solution(course_root, assignment):
     target_dir = Path(course_root) / "solutions" / assignment
     target_dir.mkdir(parents=True, exist_ok=True)
     nb = solution_notebook(paths.source_lab(assignment, course_root))
+    notebooks.write(nb, target_dir / filename)  # what its cells find beside them as they run
     notebooks.execute(nb, cwd=target_dir)
     notebooks.write(nb, target_dir / filename)
 

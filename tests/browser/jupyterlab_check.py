@@ -50,6 +50,7 @@ COURSE_VALIDATE = "utils.validate_findings"  # turned on by the course's jupyter
 STUDENT = "ada"
 WRITTEN = "written_stability"  # lab 01's written answer, graded by hand
 HAND_SCORE = 1.5
+PROVISIONAL_FEEDBACK = "feedback_before_hand_grading.html"  # the page a student gets early
 NEWS = "@jupyterlab/apputils-extension:notification"  # its fetchNews: the "Jupyter news?" question
 # How many math elements the browser lays out as MathML; TeX left for a script to typeset.
 RENDERED_MATH = """() => [
@@ -313,10 +314,29 @@ def graded(server):
     assert result.returncode == 0, result.stdout + result.stderr[-5000:]
     grade_id, _, waiting = hand_grade(root)
     assert waiting, "the written answer should wait for hand grading"
+    result = run_instructor(root, "feedback", LAB, "--provisional")  # handed out early
+    assert result.returncode == 0, result.stdout + result.stderr[-5000:]
+    shutil.copy(feedback_page(root), root / PROVISIONAL_FEEDBACK)
     set_hand_grade(server, grade_id, HAND_SCORE)
     result = run_instructor(root, "feedback", LAB)
     assert result.returncode == 0, result.stdout + result.stderr[-5000:]
     return root
+
+
+def feedback_page(root):
+    """The path of the student's feedback page of lab 01."""
+    return root / "feedback" / STUDENT / LAB / f"{Path(paths.lab_filename(LAB)).stem}.html"
+
+
+def test_feedback_handed_out_early_says_to_be_graded(browser, graded):
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    page.goto((graded / PROVISIONAL_FEEDBACK).as_uri(), wait_until="load")
+    SCREENSHOTS.mkdir(exist_ok=True)
+    page.screenshot(path=SCREENSHOTS / "feedback_to_be_graded.png")
+    text = page.inner_text("body")
+    page.close()
+    assert "Score: to be graded / 2.0" in text and "written answer still to grade" in text, text
+    assert "Score: 0.0 / 2.0" not in text
 
 
 def hand_grade(root):
@@ -398,8 +418,7 @@ def test_math_renders_offline_in_the_formgrader(browser, server, graded):
 
 def test_math_renders_offline_in_the_feedback(browser, graded):
     page, refused = offline_page(browser)
-    html = graded / "feedback" / STUDENT / LAB / f"{Path(paths.lab_filename(LAB)).stem}.html"
-    shown, tex = rendered_math(page, html.as_uri(), "feedback_math_offline.png")
+    shown, tex = rendered_math(page, feedback_page(graded).as_uri(), "feedback_math_offline.png")
     page.close()
     assert shown >= 3 and not tex, (shown, tex)
     assert refused == []

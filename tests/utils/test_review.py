@@ -490,3 +490,12 @@ def test_a_student_sees_as_a_cell_runs_what_the_grader_lists(
     listed = grading.notebook_findings(nb, locked_cells(nb), lab_policy(assignment))
     assert len(listed) >= len(STUDENT_CELLS[assignment])
     assert shown == [finding.split(", ", 1)[1] for finding in listed]
+
+
+@pytest.mark.parametrize("folder", ["solutions", "notebooks"])
+def test_outside_a_labs_folder_no_cell_shows_findings(folder, shell, monkeypatch, capsys):
+    # A solution notebook (no lab policy) and a lecture run their own code, tests included.
+    monkeypatch.chdir(paths.ROOT / folder / ("01_softmax" if folder == "solutions" else ""))
+    shell.run_cell("from utils.review import show_findings\nshow_findings()\n")
+    result = shell.run_cell("import os\nx = eval('1')\n")
+    assert result.success and "findings" not in capsys.readouterr().out
