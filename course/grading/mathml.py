@@ -25,7 +25,7 @@ import nbgrader
 from latex2mathml.converter import convert
 from nbconvert.filters.strings import clean_html, strip_files_prefix
 
-from course.grading.pages import ACTIVE_TEX
+from course.grading.pages import ACTIVE_TEX, only_allowed_markup
 
 # The course's templates first (a `mathjax` macro that loads nothing), then nbgrader's own
 # (the formgrader's page and the feedback page).
@@ -113,10 +113,7 @@ def formula_as_mathml(match):
 
 def is_presentation_mathml(markup):
     """True when `markup` holds presentation MathML elements and layout attributes only."""
-    checker = MathMLChecker()
-    checker.feed(markup)
-    checker.close()
-    return checker.safe
+    return only_allowed_markup(markup, mathml_tag)
 
 
 class MathRewriter(HTMLParser):
@@ -156,47 +153,9 @@ class MathRewriter(HTMLParser):
         self.parts.append(f"<!--{data}-->")
 
 
-class MathMLChecker(HTMLParser):
-    """Reads MathML; `safe` turns False at any element or attribute outside presentation."""
-
-    def __init__(self):
-        super().__init__(convert_charrefs=False)
-        self.safe = True
-
-    def handle_starttag(self, tag, attrs):
-        """An element of presentation MathML with layout attributes only."""
-        if tag not in MATHML_TAGS or not all(layout_attribute(*pair) for pair in attrs):
-            self.safe = False
-
-    def handle_startendtag(self, tag, attrs):
-        """A self-closing element: as any other."""
-        self.handle_starttag(tag, attrs)
-
-    def handle_endtag(self, tag):
-        """The end of a presentation element."""
-        if tag not in MATHML_TAGS:
-            self.safe = False
-
-    def handle_data(self, data):
-        """Text; a '<' that no tag took means markup the parser could not read."""
-        if "<" in data:
-            self.safe = False
-
-    def handle_comment(self, data):
-        """latex2mathml makes no comments."""
-        self.safe = False
-
-    def handle_decl(self, decl):
-        """latex2mathml makes no declarations."""
-        self.safe = False
-
-    def handle_pi(self, data):
-        """latex2mathml makes no processing instructions."""
-        self.safe = False
-
-    def unknown_decl(self, data):
-        """latex2mathml makes no CDATA sections."""
-        self.safe = False
+def mathml_tag(tag, attrs):
+    """True for an element of presentation MathML with layout attributes only."""
+    return tag in MATHML_TAGS and all(layout_attribute(*pair) for pair in attrs)
 
 
 def layout_attribute(name, value):

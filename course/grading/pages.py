@@ -156,10 +156,7 @@ def markdown_is_inert(source, attachments):
         return False
     if not all(inert_token(token) for token in tokens(state.tokens)):
         return False
-    checker = InertHTMLChecker()
-    checker.feed(html)
-    checker.close()
-    return checker.inert
+    return only_allowed_markup(html, markdown_tag)
 
 
 def tokens(found):
@@ -186,47 +183,60 @@ def markdown_as_text(source):
     return f"{AS_TEXT_NOTE}\n\n{fence}text\n{source}\n{fence}\n"
 
 
-class InertHTMLChecker(HTMLParser):
-    """Reads rendered markdown; `inert` turns False at anything markdown itself would not make."""
+def only_allowed_markup(html, allowed_tag):
+    """True when every element of `html` passes `allowed_tag(tag, attrs)`, with nothing else:
+    no comment, declaration, processing instruction or markup the parser could not read."""
+    checker = AllowedMarkupChecker(allowed_tag)
+    checker.feed(html)
+    checker.close()
+    return checker.allowed
 
-    def __init__(self):
+
+class AllowedMarkupChecker(HTMLParser):
+    """Reads HTML; `allowed` turns False at anything `allowed_tag(tag, attrs)` does not allow."""
+
+    def __init__(self, allowed_tag):
         super().__init__(convert_charrefs=False)
-        self.inert = True
+        self.allowed_tag, self.allowed = allowed_tag, True
 
     def handle_starttag(self, tag, attrs):
-        """A tag is inert when markdown makes it, with safe attributes."""
-        if tag not in MARKDOWN_TAGS or not all(safe_attribute(tag, *pair) for pair in attrs):
-            self.inert = False
+        """A tag and its attributes, as `allowed_tag` says."""
+        if not self.allowed_tag(tag, attrs):
+            self.allowed = False
 
     def handle_startendtag(self, tag, attrs):
         """A self-closing tag: as any other start tag."""
         self.handle_starttag(tag, attrs)
 
     def handle_endtag(self, tag):
-        """An end tag of a tag markdown makes."""
-        if tag not in MARKDOWN_TAGS:
-            self.inert = False
+        """The end of an allowed tag."""
+        self.handle_starttag(tag, [])
 
     def handle_data(self, data):
-        """Text; a '<' that no tag took means HTML the parser could not read."""
+        """Text; a '<' that no tag took means markup the parser could not read."""
         if "<" in data:
-            self.inert = False
+            self.allowed = False
 
     def handle_comment(self, data):
-        """Markdown makes no comments."""
-        self.inert = False
+        """Neither markdown nor MathML of the pages makes comments."""
+        self.allowed = False
 
     def handle_decl(self, decl):
-        """Markdown makes no declarations."""
-        self.inert = False
+        """... nor declarations."""
+        self.allowed = False
 
     def handle_pi(self, data):
-        """Markdown makes no processing instructions."""
-        self.inert = False
+        """... nor processing instructions."""
+        self.allowed = False
 
     def unknown_decl(self, data):
-        """Markdown makes no CDATA sections."""
-        self.inert = False
+        """... nor CDATA sections."""
+        self.allowed = False
+
+
+def markdown_tag(tag, attrs):
+    """True for a tag that markdown makes, with safe attributes."""
+    return tag in MARKDOWN_TAGS and all(safe_attribute(tag, *pair) for pair in attrs)
 
 
 def safe_attribute(tag, name, value):
