@@ -4,10 +4,19 @@ Chromium is Debian's (`.ci/run` installs it; set CHROMIUM to use another), start
 the flags that keep it off the network, as root needs `--no-sandbox`.
 """
 
+import contextlib
 import os
+import secrets
 import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
 
 from course.build import paths
+from course.build.nbgrader_run import nbgrader_environment
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_FLAGS = [
@@ -31,3 +40,37 @@ def free_port():
 def launch_chromium(playwright):
     """Headless Chromium, started by Playwright."""
     return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+
+
+@contextlib.contextmanager
+def jupyter(app, folder, *options):
+    """Run `jupyter APP` on `folder` (its log in folder/jupyter.log) until it answers: (URL, token).
+
+    It runs with the course's nbgrader configuration, and is stopped on leaving.
+    """
+    port, token = free_port(), secrets.token_hex(16)
+    command = [
+        sys.executable, "-m", "jupyter", app, "--no-browser", "--allow-root",
+        f"--port={port}", f"--IdentityProvider.token={token}", *options,
+    ]  # fmt: skip
+    log_path = folder / "jupyter.log"
+    with open(log_path, "w") as log:
+        process = subprocess.Popen(
+            command, cwd=folder, env=nbgrader_environment(), stdout=log, stderr=subprocess.STDOUT
+        )
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2)
+                break
+            except OSError:
+                time.sleep(0.5)
+        else:
+            process.kill()
+            pytest.fail(f"jupyter {app} did not start:\n" + log_path.read_text()[-3000:])
+        try:
+            yield url, token
+        finally:
+            process.terminate()
+            process.wait(timeout=30)

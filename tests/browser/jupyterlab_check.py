@@ -14,19 +14,16 @@ import json
 import re
 import secrets
 import shutil
-import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
 
 import pytest
-from local_servers import SCREENSHOTS, free_port
+from local_servers import SCREENSHOTS, jupyter
 from pages_check import run_instructor, submission_url
 from playwright.sync_api import expect
 
 from course.build import gradebook_db, notebooks, paths
-from course.build.nbgrader_run import nbgrader_environment
 from course.build.submissions import fill, scratch_course, solution_cells, submit
 
 LAB = "01_softmax"
@@ -66,38 +63,20 @@ def server(tmp_path_factory):
     """JupyterLab serving a scratch copy of the course: (base URL, token, course root)."""
     root = scratch_course(tmp_path_factory.mktemp("browser"), paths.assignments())
     shutil.copytree(paths.NOTEBOOKS, root / "notebooks")
-    port, token = free_port(), secrets.token_hex(16)
     settings = root / "lab-settings" / "@jupyterlab" / "notebook-extension"
     settings.mkdir(parents=True)  # render every cell, so the page holds the whole notebook
     (settings / "tracker.jupyterlab-settings").write_text('{"windowingMode": "none"}')
     news = root / "lab-settings" / "@jupyterlab" / "apputils-extension"
     news.mkdir(parents=True)
     (news / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')
-    command = [
-        sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root",
-        f"--port={port}", f"--IdentityProvider.token={token}", f"--notebook-dir={root}",
+    options = [
+        f"--notebook-dir={root}",
         f"--LabApp.user_settings_dir={root / 'lab-settings'}",
         f"--LabApp.workspaces_dir={root / 'workspaces'}",  # not the tabs of ~/.jupyter
-    ]  # fmt: skip
-    env = nbgrader_environment()  # the formgrader validates with the course's configuration
-    log = open(root / "jupyter.log", "w")  # noqa: SIM115 - closed after the server stops
-    process = subprocess.Popen(command, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2)
-            break
-        except OSError:
-            time.sleep(0.5)
-    else:
-        process.kill()
-        pytest.fail("JupyterLab did not start:\n" + (root / "jupyter.log").read_text()[-3000:])
-    check_validate_handler((root / "jupyter.log").read_text())
-    yield url, token, root
-    process.terminate()
-    process.wait(timeout=30)
-    log.close()
+    ]  # the formgrader validates with the course's configuration
+    with jupyter("lab", root, *options) as (url, token):
+        check_validate_handler((root / "jupyter.log").read_text())
+        yield url, token, root
 
 
 def check_validate_handler(log):

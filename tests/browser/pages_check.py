@@ -14,17 +14,14 @@ nbconvert's defaults, shows that the payloads do run where nothing cleans them.
 
 import base64
 import http.server
-import secrets
 import subprocess
 import sys
 import threading
-import time
-import urllib.request
 from pathlib import Path
 
 import nbformat
 import pytest
-from local_servers import SCREENSHOTS, free_port
+from local_servers import SCREENSHOTS, free_port, jupyter
 from nbconvert.exporters import HTMLExporter
 
 from course.build import gradebook_db, notebooks, paths
@@ -183,30 +180,8 @@ def course(tmp_path_factory, recorder):
 @pytest.fixture(scope="module")
 def formgrader(course):
     """A Jupyter server with the formgrader on the scratch course: (base URL, token)."""
-    port, token = free_port(), secrets.token_hex(16)
-    command = [
-        sys.executable, "-m", "jupyter", "server", "--no-browser", "--allow-root",
-        f"--port={port}", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={course}",
-    ]  # fmt: skip
-    log = open(course / "jupyter.log", "w")  # noqa: SIM115 - closed after the server stops
-    process = subprocess.Popen(
-        command, cwd=course, env=nbgrader_environment(), stdout=log, stderr=subprocess.STDOUT
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2)
-            break
-        except OSError:
-            time.sleep(0.5)
-    else:
-        process.kill()
-        pytest.fail("Jupyter did not start:\n" + (course / "jupyter.log").read_text()[-3000:])
-    yield url, token
-    process.terminate()
-    process.wait(timeout=30)
-    log.close()
+    with jupyter("server", course, f"--ServerApp.root_dir={course}") as address:
+        yield address
 
 
 def visit(browser, url, recorder, screenshot):

@@ -6,12 +6,10 @@ import os
 import socket
 from pathlib import Path
 
-import nbformat
 import pytest
-from nbclient import NotebookClient
+from sandboxed_kernel import lines_printed_in_a_sandboxed_kernel
 
 from course.grading import landlock, sandbox
-from course.grading.fastkernel import ForkingKernelManager
 
 ABI = landlock.abi()
 needs_landlock = pytest.mark.skipif(ABI == 0, reason="this Linux has no Landlock")
@@ -147,15 +145,6 @@ except OSError as error:
 
 @needs_landlock
 def test_a_confined_sandboxed_kernel_runs_torch_matplotlib_and_subprocesses(tmp_path):
-    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(IN_THE_KERNEL)])
-    client = NotebookClient(
-        notebook,
-        timeout=120,
-        kernel_manager_class=ForkingKernelManager,
-        resources={"metadata": {"path": str(tmp_path)}},
-    )
-    client.execute()
-    outputs = notebook.cells[0].outputs
-    printed = "".join(output.get("text", "") for output in outputs).split("\n")
+    printed, outputs = lines_printed_in_a_sandboxed_kernel(IN_THE_KERNEL, tmp_path)
     expected = ["matmul 64.0", "png True", "true 0", f"proc {errno.EACCES}"]
     assert printed[:4] == expected, outputs

@@ -10,14 +10,12 @@ import sys
 import threading
 from pathlib import Path
 
-import nbformat
 import pyseccomp
 import pytest
-from nbclient import NotebookClient
+from sandboxed_kernel import lines_printed_in_a_sandboxed_kernel
 
 from course.build import paths
 from course.grading import sandbox, syscall_filter
-from course.grading.fastkernel import ForkingKernelManager
 
 LIBC = ctypes.CDLL(None, use_errno=True)
 ADDR_NO_RANDOMIZE = 0x0040000
@@ -282,14 +280,5 @@ except OSError as error:
 
 
 def test_a_filtered_sandboxed_kernel_runs_torch_matplotlib_and_subprocesses(tmp_path):
-    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(IN_THE_KERNEL)])
-    client = NotebookClient(
-        notebook,
-        timeout=120,
-        kernel_manager_class=ForkingKernelManager,
-        resources={"metadata": {"path": str(tmp_path)}},
-    )
-    client.execute()
-    outputs = notebook.cells[0].outputs
-    printed = "".join(output.get("text", "") for output in outputs).split("\n")
+    printed, outputs = lines_printed_in_a_sandboxed_kernel(IN_THE_KERNEL, tmp_path)
     assert printed[:5] == ["matmul 256.0 2", "png True", "true 0", "unshare 1", "inet 97"], outputs
