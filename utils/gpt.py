@@ -184,6 +184,46 @@ def train_gpt(model, train_ids, steps, batch_size=32, length=65, lr=3e-3, seed=0
     return one_cycle_steps(model, batch_loss, optimizer, steps, lr, after_step)
 
 
+def bigram_loss(train_ids, valid_ids, n_vocab) -> float:
+    """Loss on valid_ids (L,) of next-token counts from train_ids (L,), each count plus one."""
+    n_vocab = validation.positive_int(n_vocab, "n_vocab")
+    counts = torch.ones(n_vocab, n_vocab)  # (n_vocab, n_vocab): previous -> next, add-one
+    counts.index_put_((train_ids[:-1], train_ids[1:]), torch.ones(len(train_ids) - 1),
+                      accumulate=True)
+    log_probabilities = (counts / counts.sum(dim=1, keepdim=True)).log()
+    return float(-log_probabilities[valid_ids[:-1], valid_ids[1:]].mean())
+
+
+def loss_per_position(model, ids, n_windows=32, length=257, seed=0) -> torch.Tensor:
+    """Mean loss (length - 1,) of each position over n_windows seeded random windows of ids."""
+    if validation.positive_int(length, "length") < 2:
+        raise ValueError(f"length must be at least 2 (one prediction), got {length}")
+    generator = torch.Generator().manual_seed(validation.seed(seed))
+    windows = text.random_windows(ids, n_windows, length, generator)  # (N, length)
+    with evaluating(model):
+        logits = model(windows[:, :-1])  # (N, length - 1, n_vocab)
+    losses = F.cross_entropy(logits.transpose(1, 2), windows[:, 1:], reduction="none")
+    return losses.mean(dim=0)  # (length - 1,)
+
+
+def first_token_weight(model, ids, n_windows=32, length=64, first_query=16,
+                       seed=0) -> tuple[torch.Tensor, float]:
+    """Mean weight (n_layers, n_heads) on position 0 of queries t >= first_query, and 1/(t+1)'s.
+
+    The queries are those of n_windows seeded random windows (N, length) of ids; the second
+    value is what weights spread evenly over the keys 0 .. t would give, averaged the same way.
+    """
+    first_query = validation.seed(first_query, "first_query")
+    if first_query >= validation.positive_int(length, "length"):
+        raise ValueError(f"first_query={first_query} must be below length={length}")
+    generator = torch.Generator().manual_seed(validation.seed(seed))
+    windows = text.random_windows(ids, n_windows, length, generator)  # (N, length)
+    maps = attention_maps(model, windows)  # (n_layers, N, n_heads, length, length)
+    on_first = maps[:, :, :, first_query:, 0]  # (n_layers, N, n_heads, queries)
+    uniform = (1 / torch.arange(first_query + 1, length + 1, dtype=torch.float64)).mean()
+    return on_first.mean(dim=(1, 3)), float(uniform)
+
+
 def sample_next(logits, temperature=1.0, top_k=None, generator=None) -> torch.Tensor:
     """Next ids (N,) drawn from softmax(logits (N, n_vocab) / T) over the top_k; T = 0: greedy."""
     if temperature == 0:

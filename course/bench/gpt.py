@@ -5,6 +5,11 @@
   batches of 32 windows of 65 characters of the course's corpus, `utils.text`), on one thread:
   its loss on the validation text (8 seeded batches, nats per character) and the seconds of the
   600 steps;
+* `bigram_valid_loss`: the baseline without attention, `utils.gpt.bigram_loss` (next-character
+  counts of the training text, each plus one) on the validation text, nats per character;
+* `tiny_gpt_loss_positions_0_64`, `tiny_gpt_loss_positions_128_256`: the trained model's mean
+  loss at positions 0 to 63 (inside the 64 positions it trains on) and 128 to 255 (beyond them)
+  of 32 seeded validation windows of 257 characters (`utils.gpt.loss_per_position`);
 * `tiny_gpt_tokens_per_second_cached`, `tiny_gpt_tokens_per_second_recomputed`,
   `tiny_gpt_kv_cache_speedup`: greedy generation of 400 characters after a 15-character prompt
   by the trained model, with the KV cache and recomputing the whole sequence at every step
@@ -14,7 +19,12 @@
   source/10_tiny_gpt/10_tiny_gpt_lab.ipynb, run in a fresh namespace after the import
   statements of the lab's setup cell) after 512 positions of one sequence, d_model=256, 8 query
   heads, with 8 key-value heads (multi-head attention) and with 2, and their ratio: 4 exactly.
-  The steps are checked to give the outputs of the full pass.
+  The steps are checked to give the outputs of the full pass;
+* `student_gpt_train_seconds`, `student_gpt_valid_loss`, `student_gpt_gqa_valid_loss`: the lab's
+  own `GPT` (its solution cells, as above; d_model=32, 4 heads, 2 blocks, d_ff=128), trained by
+  the lab's own `train` as the lab's test trains it (300 AdamW steps on 16 windows of 33
+  characters): the seconds of those steps, and its validation loss (8 seeded batches of windows
+  of 33 characters) with 4 key-value heads and with 2. The lab requires both below the bigram's.
 
 Threads: one (`torch.set_num_threads(1)`, restored afterwards), as the notebooks use;
 ``--threads 0`` leaves the setting as it is.
@@ -33,14 +43,23 @@ from utils.timing import torch_threads
 ASSIGNMENT = "10_tiny_gpt"
 STEPS, BATCH, WINDOW, LR = 600, 32, 65, 3e-3
 PROMPT, NEW_TOKENS = "First Citizen:\n", 400
+POSITION_WINDOWS, POSITION_LENGTH = 32, 257
+INSIDE, BEYOND = slice(0, WINDOW - 1), slice(128, 256)  # positions within and past training
 GQA_D_MODEL, GQA_HEADS, GQA_KV_HEADS, GQA_POSITIONS = 256, 8, 2, 512
+STUDENT_GPT = {"d_model": 32, "n_heads": 4, "n_layers": 2, "d_ff": 128, "max_length": 64}
+STUDENT_STEPS, STUDENT_WINDOW = 300, 33
+
+
+def corpus_split():
+    """The course's corpus as (its vocabulary, training ids (L,), validation ids (L,))."""
+    corpus = text.load_corpus()
+    vocabulary = text.CharVocabulary(corpus)
+    return vocabulary, *text.split(vocabulary.encode(corpus), valid_fraction=0.1)
 
 
 def trained_model(steps=STEPS, seed=0):
     """(the lecture's model trained for `steps`, its vocabulary, validation loss, seconds)."""
-    corpus = text.load_corpus()
-    vocabulary = text.CharVocabulary(corpus)
-    train_ids, valid_ids = text.split(vocabulary.encode(corpus), valid_fraction=0.1)
+    vocabulary, train_ids, valid_ids = corpus_split()
     torch.manual_seed(seed)
     model = gpt.TinyGPT(len(vocabulary), d_model=64, n_heads=4, n_layers=2, d_ff=256,
                         max_length=512)
@@ -81,23 +100,44 @@ def gqa_cache_bytes(namespace, n_kv_heads, seed=0):
     return namespace["cache_bytes"](cache)
 
 
-def run(repeats=3, num_threads=1, steps=STEPS):
+def student_gpt(namespace, vocabulary, train_ids, valid_ids, steps, n_kv_heads=None, seed=0):
+    """(validation loss, training seconds) of the lab's GPT trained by the lab's train."""
+    torch.manual_seed(seed)
+    model = namespace["GPT"](len(vocabulary), **STUDENT_GPT, n_kv_heads=n_kv_heads)
+    start = time.perf_counter()
+    namespace["train"](model, train_ids, steps)
+    seconds = time.perf_counter() - start
+    return gpt.evaluate(model, valid_ids, length=STUDENT_WINDOW), seconds
+
+
+def run(repeats=3, num_threads=1, steps=STEPS, student_steps=STUDENT_STEPS):
     """The figures of lesson 10, as {name: value}."""
     namespace = submissions.load_solution(ASSIGNMENT)
     with torch_threads(num_threads), torch.random.fork_rng():
         model, vocabulary, valid_loss, seconds = trained_model(steps)
+        _, train_ids, valid_ids = corpus_split()
+        positions = gpt.loss_per_position(model, valid_ids, POSITION_WINDOWS, POSITION_LENGTH)
         cached, recomputed = generation_speeds(model, vocabulary, repeats)
         mha = gqa_cache_bytes(namespace, GQA_HEADS)
         gqa = gqa_cache_bytes(namespace, GQA_KV_HEADS)
+        student = student_gpt(namespace, vocabulary, train_ids, valid_ids, student_steps)
+        student_gqa, _ = student_gpt(namespace, vocabulary, train_ids, valid_ids, student_steps,
+                                     n_kv_heads=2)
     return {
         "tiny_gpt_valid_loss": valid_loss,
         "tiny_gpt_train_seconds": seconds,
+        "bigram_valid_loss": gpt.bigram_loss(train_ids, valid_ids, len(vocabulary)),
+        "tiny_gpt_loss_positions_0_64": float(positions[INSIDE].mean()),
+        "tiny_gpt_loss_positions_128_256": float(positions[BEYOND].mean()),
         "tiny_gpt_tokens_per_second_cached": cached,
         "tiny_gpt_tokens_per_second_recomputed": recomputed,
         "tiny_gpt_kv_cache_speedup": cached / recomputed,
         "gqa_kv_cache_bytes_mha": mha,
         "gqa_kv_cache_bytes_gqa": gqa,
         "gqa_kv_cache_ratio": mha / gqa,
+        "student_gpt_train_seconds": student[1],
+        "student_gpt_valid_loss": student[0],
+        "student_gpt_gqa_valid_loss": student_gqa,
     }
 
 

@@ -112,4 +112,116 @@ def cache_bytes(cache: dict) -> int:
     return sum(cache[name].nbytes for name in ("keys", "values"))
 ''',
     ),
+    Variant(
+        name="gpt_with_complex_rope_a_mask_helper_and_super",
+        cell="gpt",
+        code='''
+from typing import Optional
+
+
+def rope(x: torch.Tensor, start: int = 0) -> torch.Tensor:
+    """RoPE on x (..., L, d_head) as complex numbers: pair i turned by p * 10000^(-2i/d)."""
+    length, d_head = x.shape[-2:]
+    omega = 10000.0 ** (-torch.arange(0, d_head, 2, dtype=torch.float64) / d_head)
+    angles = torch.outer(torch.arange(start, start + length, dtype=torch.float64), omega)
+    turn = torch.polar(torch.ones_like(angles), angles)
+    pairs = torch.view_as_complex(x.double().unflatten(-1, (d_head // 2, 2)).contiguous())
+    return torch.view_as_real(pairs * turn).flatten(-2).to(x.dtype)
+
+
+def may_attend(n_new: int, n_seen: int, key_mask: Optional[torch.Tensor]) -> torch.Tensor:
+    """(L_new, L_seen), or (N, 1, L_new, L_seen) with a key mask: True where a query may look."""
+    allowed = torch.ones(n_new, n_seen, dtype=torch.bool).tril(diagonal=n_seen - n_new)
+    return allowed if key_mask is None else allowed & key_mask[:, None, None, :]
+
+
+class SelfAttention(nn.Module):
+    def __init__(self, d_model: int, n_heads: int, n_kv_heads: int) -> None:
+        super(SelfAttention, self).__init__()
+        assert n_heads % n_kv_heads == 0, "n_kv_heads must divide n_heads"
+        self.n_heads, self.n_kv_heads, self.d_head = n_heads, n_kv_heads, d_model // n_heads
+        self.w_q = nn.Linear(d_model, d_model)
+        self.w_k = nn.Linear(d_model, n_kv_heads * self.d_head)
+        self.w_v = nn.Linear(d_model, n_kv_heads * self.d_head)
+        self.w_o = nn.Linear(d_model, d_model)
+
+    def forward(self, input, cache=None, key_mask=None):
+        start = cache["keys"].shape[-2] if cache else 0
+        q = rope(self.w_q(input).unflatten(-1, (self.n_heads, -1)).transpose(1, 2), start)
+        k = rope(self.w_k(input).unflatten(-1, (self.n_kv_heads, -1)).transpose(1, 2), start)
+        v = self.w_v(input).unflatten(-1, (self.n_kv_heads, -1)).transpose(1, 2)
+        if cache is not None:
+            if "keys" in cache:
+                k = torch.cat((cache["keys"], k), dim=-2)
+                v = torch.cat((cache["values"], v), dim=-2)
+            cache.update(keys=k, values=v)
+        k = k.repeat_interleave(self.n_heads // self.n_kv_heads, dim=1)
+        v = v.repeat_interleave(self.n_heads // self.n_kv_heads, dim=1)
+        scores = torch.einsum("nhqd,nhkd->nhqk", q, k) / self.d_head ** 0.5
+        allowed = may_attend(q.shape[-2], k.shape[-2], key_mask)
+        weights = scores.masked_fill(~allowed, float("-inf")).softmax(dim=-1)
+        weights = torch.where(allowed.any(dim=-1, keepdim=True), weights, 0.0)
+        return self.w_o(torch.einsum("nhqk,nhkd->nqhd", weights, v).flatten(2))
+
+
+class Layer(nn.Module):
+    def __init__(self, d_model, n_heads, n_kv_heads, d_ff):
+        super().__init__()
+        self.norm1 = nn.LayerNorm(d_model)
+        self.attention = SelfAttention(d_model, n_heads, n_kv_heads)
+        self.norm2 = nn.LayerNorm(d_model)
+        self.feed_forward = nn.Sequential(
+            nn.Linear(d_model, d_ff), nn.GELU(), nn.Linear(d_ff, d_model)
+        )
+
+    def forward(self, input, cache=None, key_mask=None):
+        hidden = input + self.attention(self.norm1(input), cache, key_mask)
+        return hidden + self.feed_forward(self.norm2(hidden))
+
+
+class GPT(nn.Module):
+    def __init__(self, vocab_size, d_model, n_heads, n_layers, d_ff, max_length,
+                 n_kv_heads=None):
+        super(GPT, self).__init__()
+        self.max_length = max_length
+        self.embed = nn.Embedding(vocab_size, d_model)
+        self.blocks = nn.ModuleList([Layer(d_model, n_heads, n_kv_heads or n_heads, d_ff)
+                                     for _ in range(n_layers)])
+        self.norm = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, vocab_size)
+
+    def empty_caches(self, batch):
+        return [dict() for _ in range(len(self.blocks))]
+
+    def forward(self, input, caches=None, key_mask=None):
+        seen = input.shape[1] + (caches[0]["keys"].shape[-2] if caches and caches[0] else 0)
+        if seen > self.max_length:
+            raise ValueError(f"max_length={self.max_length} is less than {seen} positions")
+        hidden = self.embed(input)
+        for index, block in enumerate(self.blocks):
+            hidden = block(hidden, caches[index] if caches else None, key_mask)
+        return self.head(self.norm(hidden))
+''',
+    ),
+    Variant(
+        name="train_with_float_and_set_to_none",
+        cell="train",
+        code='''
+def train(model: nn.Module, ids: torch.Tensor, steps: int, batch_size: int = 16,
+          length: int = 33, lr: float = 3e-3, seed: int = 0) -> list:
+    """AdamW on random windows of ids: the step losses."""
+    generator = torch.Generator().manual_seed(seed)
+    optimizer = torch.optim.AdamW(params=model.parameters(), lr=lr)
+    model.train(True)
+    history = []
+    for step in range(steps):
+        batch = text.random_windows(ids, batch_size, length, generator)
+        optimizer.zero_grad(set_to_none=True)
+        loss = next_token_loss(model(batch), batch)
+        loss.backward()
+        optimizer.step()
+        history.append(float(loss))
+    return history
+''',
+    ),
 ]

@@ -97,6 +97,136 @@ def cache_bytes(cache):
     return sum(cache[name].numel() * cache[name].element_size() for name in ("keys", "values"))
 '''
 
+_GPT = '''
+import math
+
+import torch
+from torch import nn
+
+
+def apply_rope(x, start=0, base=10000.0):
+    """Rotate pairs (2i, 2i + 1) of x (N, heads, L, d_head) by p * omega_i, p = start + row."""
+    length, size = x.shape[-2], x.shape[-1]
+    omega = base ** (-torch.arange(0, size, 2, dtype=x.dtype) / size)  # (d_head / 2,)
+    positions = torch.arange(start, start + length, dtype=x.dtype)  # (L,)
+    angles = positions[:, None] * omega  # (L, d_head / 2)
+    cos, sin = torch.cos(angles), torch.sin(angles)
+    first, second = x[..., 0::2], x[..., 1::2]  # (N, heads, L, d_head / 2) each
+    rotated = torch.stack([first * cos - second * sin, first * sin + second * cos], dim=-1)
+    return rotated.flatten(-2)  # (N, heads, L, d_head)
+
+
+class RotaryAttention(nn.Module):
+    """Causal grouped-query self-attention with RoPE, a key mask and a cache dictionary."""
+
+    def __init__(self, d_model, n_heads, n_kv_heads):
+        super().__init__()
+        if d_model % n_heads or (d_model // n_heads) % 2:
+            raise ValueError(f"n_heads={n_heads} must split d_model={d_model} into even heads")
+        if n_heads % n_kv_heads:
+            raise ValueError(f"n_kv_heads={n_kv_heads} must divide n_heads={n_heads}")
+        self.n_heads, self.n_kv_heads = n_heads, n_kv_heads
+        self.d_head = d_model // n_heads
+        self.w_q = nn.Linear(d_model, d_model)
+        self.w_k = nn.Linear(d_model, n_kv_heads * self.d_head)
+        self.w_v = nn.Linear(d_model, n_kv_heads * self.d_head)
+        self.w_o = nn.Linear(d_model, d_model)
+
+    def forward(self, x, cache=None, key_mask=None):
+        """x (N, L_new, d_model) after the cached positions -> (N, L_new, d_model)."""
+        batch, length, _ = x.shape
+        first = cache["keys"].shape[2] if cache else 0  # the position of x[:, 0]
+        query = self.w_q(x).view(batch, length, self.n_heads, self.d_head).transpose(1, 2)
+        keys, values = (w(x).view(batch, length, self.n_kv_heads, self.d_head).transpose(1, 2)
+                        for w in (self.w_k, self.w_v))  # (N, n_kv_heads, L_new, d_head) each
+        query, keys = apply_rope(query, first), apply_rope(keys, first)
+        if cache is not None:
+            if cache:
+                keys = torch.cat([cache["keys"], keys], dim=2)  # (N, n_kv, L_seen, d_head)
+                values = torch.cat([cache["values"], values], dim=2)
+            cache["keys"], cache["values"] = keys, values
+        group = self.n_heads // self.n_kv_heads
+        keys = keys.repeat_interleave(group, dim=1)  # (N, n_heads, L_seen, d_head)
+        values = values.repeat_interleave(group, dim=1)
+        scores = query @ keys.transpose(-2, -1) / math.sqrt(self.d_head)  # (N, h, L_new, L_seen)
+        positions = first + torch.arange(length)[:, None]  # (L_new, 1)
+        allowed = torch.arange(keys.shape[2]) <= positions  # (L_new, L_seen)
+        if key_mask is not None:
+            allowed = allowed & key_mask[:, None, None, :]  # (N, 1, L_new, L_seen)
+        weights = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)
+        weights = weights.nan_to_num(0.0)  # a query with no key: all-zero weights
+        merged = (weights @ values).transpose(1, 2).reshape(batch, length, -1)  # (N, L_new, D)
+        return self.w_o(merged)
+
+
+class DecoderBlock(nn.Module):
+    """Pre-LN block: x + attention(norm1(x)), then x + feed_forward(norm2(x))."""
+
+    def __init__(self, d_model, n_heads, n_kv_heads, d_ff):
+        super().__init__()
+        self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.attention = RotaryAttention(d_model, n_heads, n_kv_heads)
+        self.feed_forward = nn.Sequential(nn.Linear(d_model, d_ff), nn.GELU(),
+                                          nn.Linear(d_ff, d_model))
+
+    def forward(self, x, cache=None, key_mask=None):
+        """(N, L_new, d_model) -> (N, L_new, d_model)."""
+        x = x + self.attention(self.norm1(x), cache, key_mask)
+        return x + self.feed_forward(self.norm2(x))
+
+
+class GPT(nn.Module):
+    """Embedding, n_layers pre-LN RoPE blocks, a final LayerNorm and an untied linear head."""
+
+    def __init__(self, vocab_size, d_model, n_heads, n_layers, d_ff, max_length,
+                 n_kv_heads=None):
+        super().__init__()
+        self.max_length = max_length
+        self.embed = nn.Embedding(vocab_size, d_model)
+        self.blocks = nn.ModuleList(
+            DecoderBlock(d_model, n_heads, n_kv_heads or n_heads, d_ff) for _ in range(n_layers)
+        )
+        self.norm = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, vocab_size)
+
+    def empty_caches(self, batch):
+        """One empty cache dictionary per block."""
+        return [{} for _ in self.blocks]
+
+    def forward(self, tokens, caches=None, key_mask=None):
+        """Logits (N, L_new, vocab_size) of tokens (N, L_new) after the cached positions."""
+        cached = caches[0]["keys"].shape[2] if caches and caches[0] else 0
+        if cached + tokens.shape[1] > self.max_length:
+            raise ValueError(f"{cached + tokens.shape[1]} positions exceed "
+                             f"max_length={self.max_length}")
+        x = self.embed(tokens)  # (N, L_new, d_model)
+        for n, block in enumerate(self.blocks):
+            x = block(x, None if caches is None else caches[n], key_mask)
+        return self.head(self.norm(x))
+'''
+
+_TRAIN = '''
+import torch
+
+from utils import text
+
+
+def train(model, ids, steps, batch_size=16, length=33, lr=3e-3, seed=0):
+    """AdamW on random windows (batch_size, length) of ids (L,): the list of the step losses."""
+    generator = torch.Generator().manual_seed(seed)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
+    model.train()
+    losses = []
+    for _ in range(steps):
+        windows = text.random_windows(ids, batch_size, length, generator)  # (N, length)
+        loss = next_token_loss(model(windows), windows)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+'''
+
 MISTAKES = [
     Mistake(
         name="loss_not_shifted",
@@ -213,5 +343,68 @@ MISTAKES = [
         code=_with(_GQA, "positions = first + torch.arange(length)[:, None]",
                    "positions = torch.arange(length)[:, None]"),
         message="the new tokens sit at positions P, P + 1, ... after the P cached ones",
+    ),
+    Mistake(
+        name="gpt_without_causal_mask",
+        cell="gpt",
+        code=_with(_GPT, "allowed = torch.arange(keys.shape[2]) <= positions",
+                   "allowed = torch.ones(length, keys.shape[2], dtype=torch.bool)"),
+        message="attended to later positions",
+    ),
+    Mistake(
+        name="gpt_post_ln",
+        cell="gpt",
+        code=_with(_GPT, """        x = x + self.attention(self.norm1(x), cache, key_mask)
+        return x + self.feed_forward(self.norm2(x))""",
+                   """        x = self.norm1(x + self.attention(x, cache, key_mask))
+        return self.norm2(x + self.feed_forward(x))"""),
+        message="normalised after the residual sum (post-LN)",
+    ),
+    Mistake(
+        name="gpt_residual_adds_the_normalised_input",
+        cell="gpt",
+        code=_with(_GPT, """        x = x + self.attention(self.norm1(x), cache, key_mask)
+        return x + self.feed_forward(self.norm2(x))""",
+                   """        x = self.norm1(x)
+        x = x + self.attention(x, cache, key_mask)
+        x = self.norm2(x)
+        return x + self.feed_forward(x)"""),
+        message="the residual path adds the normalised x",
+    ),
+    Mistake(
+        name="gpt_rope_restarts_with_the_cache",
+        cell="gpt",
+        code=_with(_GPT, "query, keys = apply_rope(query, first), apply_rope(keys, first)",
+                   "query, keys = apply_rope(query), apply_rope(keys)"),
+        message="RoPE restarted at position 0 for the new tokens",
+    ),
+    Mistake(
+        name="gpt_head_tied_to_the_embedding",
+        cell="gpt",
+        code=_with(_GPT, "        self.head = nn.Linear(d_model, vocab_size)\n",
+                   "        self.head = nn.Linear(d_model, vocab_size)\n"
+                   "        self.head.weight = self.embed.weight\n"),
+        message="the head has no weights of its own",
+    ),
+    Mistake(
+        name="train_predicts_two_ahead",
+        cell="train",
+        code=_with(_TRAIN, "loss = next_token_loss(model(windows), windows)",
+                   "loss = next_token_loss(model(windows[:, :-1]), windows[:, 1:])"),
+        message="does not beat the bigram model",
+    ),
+    Mistake(
+        name="train_without_zero_grad",
+        cell="train",
+        code=_with(_TRAIN, "        optimizer.zero_grad()\n", ""),
+        message="the training loss did not fall",
+    ),
+    Mistake(
+        name="train_draws_the_same_batch_every_step",
+        cell="train",
+        code=_with(_TRAIN, "text.random_windows(ids, batch_size, length, generator)",
+                   "text.random_windows(ids, batch_size, length, "
+                   "torch.Generator().manual_seed(seed))"),
+        message="its last training loss: 0.0",
     ),
 ]

@@ -131,18 +131,62 @@ def test_training_lowers_the_loss_on_the_corpus():
 
 
 def test_bench_loads_the_lab_solution_and_reports_every_figure():
-    figures = gpt_bench.run(repeats=1, steps=30)
+    figures = gpt_bench.run(repeats=1, steps=30, student_steps=30)
     assert set(figures) == {
         "tiny_gpt_valid_loss",
         "tiny_gpt_train_seconds",
+        "bigram_valid_loss",
+        "tiny_gpt_loss_positions_0_64",
+        "tiny_gpt_loss_positions_128_256",
         "tiny_gpt_tokens_per_second_cached",
         "tiny_gpt_tokens_per_second_recomputed",
         "tiny_gpt_kv_cache_speedup",
         "gqa_kv_cache_bytes_mha",
         "gqa_kv_cache_bytes_gqa",
         "gqa_kv_cache_ratio",
+        "student_gpt_train_seconds",
+        "student_gpt_valid_loss",
+        "student_gpt_gqa_valid_loss",
     }
     assert all(value > 0 for value in figures.values())
     assert figures["gqa_kv_cache_ratio"] == 4
     assert figures["gqa_kv_cache_bytes_mha"] == 2 * 512 * 256 * 4
     assert figures["tiny_gpt_valid_loss"] < math.log(59)
+    assert figures["bigram_valid_loss"] == pytest.approx(2.43, abs=0.005)
+
+
+def test_bigram_loss_is_the_mean_surprise_of_add_one_counts():
+    train, valid = torch.tensor([0, 1, 0, 1, 0]), torch.tensor([0, 1, 1])
+    # counts from 0: {0: 1, 1: 3} of 4; from 1: {0: 3, 1: 1} of 4
+    expected = -(math.log(3 / 4) + math.log(1 / 4)) / 2
+    assert gpt.bigram_loss(train, valid, 2) == pytest.approx(expected)
+    with pytest.raises(ValueError, match="n_vocab"):
+        gpt.bigram_loss(train, valid, 0)
+
+
+def test_loss_per_position_averages_to_the_loss_of_the_same_windows():
+    model = small_model()
+    ids = torch.randint(11, (200,), generator=torch.Generator().manual_seed(2))
+    losses = gpt.loss_per_position(model, ids, n_windows=5, length=30, seed=4)
+    windows = text.random_windows(ids, 5, 30, torch.Generator().manual_seed(4))
+    with torch.no_grad():
+        expected = gpt.sequence_loss(model, windows)
+        first = torch.nn.functional.cross_entropy(model(windows[:, :1])[:, 0], windows[:, 1])
+    assert losses.shape == (29,) and float(losses.mean()) == pytest.approx(float(expected))
+    assert float(losses[0]) == pytest.approx(float(first), abs=1e-5)
+    with pytest.raises(ValueError, match="length"):
+        gpt.loss_per_position(model, ids, n_windows=5, length=1)
+
+
+def test_first_token_weight_of_even_attention_is_the_mean_of_one_over_t_plus_one():
+    model = small_model()
+    with torch.no_grad():
+        for block in model.blocks:
+            block.attention.in_proj.weight[:32] = 0.0  # queries and keys 0: every score equal
+            block.attention.in_proj.bias[:32] = 0.0
+    ids = torch.randint(11, (100,), generator=torch.Generator().manual_seed(3))
+    on_first, uniform = gpt.first_token_weight(model, ids, n_windows=4, length=12, first_query=3)
+    assert uniform == pytest.approx(sum(1 / (t + 1) for t in range(3, 12)) / 9)
+    assert on_first.shape == (2, 2) and torch.allclose(on_first, torch.full((2, 2), uniform))
+    with pytest.raises(ValueError, match="first_query"):
+        gpt.first_token_weight(model, ids, length=12, first_query=12)
