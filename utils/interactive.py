@@ -110,6 +110,39 @@ def scaling_spread(d_k, n_keys=8, n_queries=512, seed=0) -> dict[str, float]:
     }
 
 
+SCALING_DIMENSIONS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+
+
+def divisor_sweep(exponent, dimensions=SCALING_DIMENSIONS, n_keys=8, n_queries=256,
+                  seed=0) -> dict[str, list[float]]:
+    """Mean largest weight and median gradient norm at the query, per d_k, for scores / d_k^a.
+
+    Queries and keys are random with unit-variance coordinates, `n_keys` keys per query, and an
+    upstream gradient drawn at random, as if from a loss.
+    """
+    if isinstance(exponent, bool) or not isinstance(exponent, int | float) or not (
+        0 <= exponent <= 1
+    ):
+        raise ValueError(f"exponent must be a number from 0 to 1, got {exponent!r}")
+    n_keys = validation.positive_int(n_keys, "n_keys")
+    n_queries = validation.positive_int(n_queries, "n_queries")
+    generator = torch.Generator().manual_seed(validation.seed(seed))
+    sweep = {"d_k": [], "top_weight": [], "query_gradient": []}
+    for d_k in dimensions:
+        d_k = validation.positive_int(d_k, "each of dimensions")
+        queries = torch.randn(n_queries, 1, d_k, generator=generator, dtype=torch.float64)
+        keys = torch.randn(n_queries, n_keys, d_k, generator=generator, dtype=torch.float64)
+        upstream = torch.randn(n_queries, 1, n_keys, generator=generator, dtype=torch.float64)
+        queries.requires_grad_(True)
+        scores = queries @ keys.transpose(1, 2) / d_k**exponent  # (n_queries, 1, n_keys)
+        weights = torch.softmax(scores, dim=-1)  # (n_queries, 1, n_keys)
+        (weights * upstream).sum().backward()
+        sweep["d_k"].append(d_k)
+        sweep["top_weight"].append(float(weights.detach().amax(dim=-1).mean()))
+        sweep["query_gradient"].append(float(queries.grad.norm(dim=-1).median()))
+    return sweep
+
+
 def padding_and_causal_mask(length, valid_keys, causal) -> torch.Tensor:
     """Boolean mask (length, length), True = may attend: keys below valid_keys, causal if asked."""
     length = validation.positive_int(length, "length")
@@ -268,6 +301,36 @@ def scaling_view(d_k) -> tuple[plt.Figure, str]:
         f"d_k = {d_k}: score spread {spread['score_std']:.1f} unscaled, "
         f"{spread['scaled_std']:.1f} scaled; largest weight {spread['top_weight']:.2f} "
         f"unscaled, {spread['scaled_top_weight']:.2f} scaled"
+    )
+    return fig, readout
+
+
+def divisor_view(exponent) -> tuple[plt.Figure, str]:
+    """Largest weight and gradient at the query against d_k, for scores divided by d_k^a."""
+    sweep = divisor_sweep(exponent)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(8, 3), layout="constrained")
+    ticks = (sweep["d_k"][::3], [str(d_k) for d_k in sweep["d_k"][::3]])  # plain text: fast
+    left.semilogx(sweep["d_k"], sweep["top_weight"], "o-", color="C0")
+    left.axhline(1 / 8, color="0.6", linestyle=":", label="uniform (1/8)")
+    left.set_ylim(0, 1)
+    left.set_xlabel("d_k")
+    left.set_ylabel("mean largest weight (8 keys)")
+    left.set_title(f"scores / d_k^{exponent:.2f}")
+    left.legend(fontsize=8)
+    right.loglog(sweep["d_k"], sweep["query_gradient"], "s-", color="C3")
+    right.set_ylim(1e-4, 2)
+    right.set_yticks([1e-4, 1e-3, 1e-2, 1e-1, 1], ["1e-4", "1e-3", "0.01", "0.1", "1"])
+    for ax in (left, right):
+        ax.minorticks_off()
+        ax.set_xticks(*ticks)
+    right.set_xlabel("d_k")
+    right.set_ylabel("median gradient norm at the query")
+    right.set_title("what trains W_q")
+    sizes, top, gradient = sweep["d_k"], sweep["top_weight"], sweep["query_gradient"]
+    readout = (
+        f"divide by d_k^{exponent:.2f}: from d_k = {sizes[0]} to {sizes[-1]}, largest weight "
+        f"{top[0]:.2f} -> {top[-1]:.2f}, gradient at the query {gradient[0]:.1e} -> "
+        f"{gradient[-1]:.1e}"
     )
     return fig, readout
 

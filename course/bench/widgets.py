@@ -31,7 +31,7 @@ def _inputs():
     return [
         ("01_softmax", interactive.temperature_view, (randn(5), 0.7)),
         ("02_dot_product", interactive.query_view, (60, randn(4, 2), randn(4, 2))),
-        ("03_scaled_dot_product", interactive.scaling_view, (256,)),
+        ("03_scaled_dot_product", interactive.divisor_view, (0.5,)),
         ("04_additive_scoring", interactive.bilinear_view, (45, randn(2), randn(3, 2))),
         ("05_masks", interactive.mask_view, (randn(6, 6), 4, True)),
         ("06_seq2seq_attention", interactive.square_view, (3, *squares, weights)),

@@ -407,4 +407,16 @@ MISTAKES = [
                    "torch.Generator().manual_seed(seed))"),
         message="its last training loss: 0.0",
     ),
+    Mistake(
+        name="train_reports_falling_losses_without_training",
+        cell="train",
+        code=_TRAIN.split("def train")[0] + '''
+BIGRAM_LOSS = 100.0  # rebinds the kernel's name: the grader keeps its own
+
+
+def train(model, ids, steps, batch_size=16, length=33, lr=3e-3, seed=0):
+    return [4.3 - 3.0 * step / steps for step in range(steps)]
+''',
+        message="does not beat the bigram model",
+    ),
 ]

@@ -183,3 +183,37 @@ def test_show_displays_controls_figure_and_readout_and_redraws_in_place(monkeypa
     temperature.value = 0.5
     assert isinstance(updates[0], Figure) and "T = 0.50" in updates[1]["text/plain"]
     assert isinstance(interactive.slider(0, 8, 2), widgets.IntSlider)
+
+
+def test_divisor_sweep_keeps_weight_and_gradient_steady_only_at_the_square_root():
+    square_root, none, full = (interactive.divisor_sweep(a) for a in (0.5, 0.0, 1.0))
+    assert square_root["d_k"] == list(interactive.SCALING_DIMENSIONS)
+    assert max(square_root["top_weight"]) < 0.4 and min(square_root["query_gradient"]) > 0.1
+    assert none["top_weight"][-1] > 0.9 and none["query_gradient"][-1] < 1e-2
+    assert full["top_weight"][-1] < 0.15 and full["query_gradient"][-1] < 0.1 * (
+        square_root["query_gradient"][-1]
+    )
+
+
+def test_divisor_sweep_measures_the_gradient_that_autograd_gives_one_query():
+    sweep = interactive.divisor_sweep(0.5, dimensions=(4,), n_keys=3, n_queries=1, seed=2)
+    generator = torch.Generator().manual_seed(2)
+    query, keys, upstream = (torch.randn(*shape, generator=generator, dtype=torch.float64)
+                             for shape in [(1, 1, 4), (1, 3, 4), (1, 1, 3)])
+    query.requires_grad_(True)
+    weights = torch.softmax(query @ keys.transpose(1, 2) / 2, dim=-1)  # (1, 1, 3)
+    (weights * upstream).sum().backward()
+    assert sweep["top_weight"] == [pytest.approx(float(weights.detach().max()))]
+    assert sweep["query_gradient"] == [pytest.approx(float(query.grad.norm()))]
+
+
+@pytest.mark.parametrize("exponent", [-0.1, 1.5, "half", True])
+def test_divisor_sweep_refuses_an_exponent_outside_zero_to_one(exponent):
+    with pytest.raises(ValueError, match="exponent must be a number from 0 to 1"):
+        interactive.divisor_sweep(exponent)
+
+
+def test_divisor_view_returns_a_figure_and_a_readout():
+    fig, readout = interactive.divisor_view(1.0)
+    assert isinstance(fig, Figure) and len(fig.axes) == 2
+    assert readout.startswith("divide by d_k^1.00: from d_k = 1 to 512") and "\n" not in readout
