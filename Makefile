@@ -54,11 +54,18 @@ PATH_onednn-avx512 := ONEDNN_MAX_CPU_ISA=AVX512_CORE
 NBVAL_PATHS := native plain avx2 mkl-compatible mkl-avx2 mkl-avx512 onednn-avx512
 NBVAL_TEST_PATHS := native plain mkl-compatible
 
+# On Linux, PyPI's torch wheel brings the CUDA libraries (gigabytes): take the CPU build from
+# PyTorch's own index first, as requirements.txt pins it (elsewhere PyPI's wheel is the CPU one).
+TORCH_CPU_INDEX := https://download.pytorch.org/whl/cpu
+TORCH_CPU := $(if $(filter Linux,$(shell uname -s)),$(shell sed -n 's/^torch==\(.*\)/torch==\1+cpu/p' requirements.txt))
+
 .PHONY: lab test test-browser test-hub lint unit nbval nbval-all $(NBVAL_PATHS:%=nbval-%) release lectures bench autograde feedback grades collect clean
 
 $(STAMP): requirements.txt pyproject.toml jupyter-config/jupyter_server_config.d/utils.json \
 		jupyter-config/lab/settings/overrides.d/course.json
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(if $(TORCH_CPU),$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps \
+		--extra-index-url $(TORCH_CPU_INDEX) "$(TORCH_CPU)")
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	# Validate lists each cell's findings too (utils/validate_findings.py), in every server here.

@@ -3,6 +3,10 @@
 import re
 import subprocess
 import sys
+from importlib import metadata
+
+import pytest
+from packaging.requirements import Requirement
 
 from course.build import paths
 
@@ -21,19 +25,53 @@ def test_every_requirement_is_pinned_exactly():
 
 
 def test_torch_is_the_cpu_build_on_disk():
+    import torch
+
     assert "torch==2.13.0" in requirement_lines()
+    assert torch.__version__.startswith("2.13.0") and torch.version.cuda is None
+    installed = {dist.metadata["Name"].lower() for dist in metadata.distributions()}
+    assert not {name for name in installed if name.startswith(("nvidia-", "triton"))}
 
 
-def test_environment_yml_mirrors_requirements():
+def test_the_makefile_takes_torch_from_the_cpu_index_on_linux():
+    dry_run = subprocess.run(["make", "-n", "-W", "requirements.txt", ".venv/.installed"],
+                             cwd=paths.ROOT, capture_output=True, text=True, check=True).stdout
+    assert "--extra-index-url https://download.pytorch.org/whl/cpu \"torch==2.13.0+cpu\"" in (
+        dry_run.replace("\\\n\t\t", ""))
+
+
+def pyproject():
+    """pyproject.toml, parsed (Python 3.11 reads TOML; the checks skip on 3.10)."""
+    tomllib = pytest.importorskip("tomllib")
+    return tomllib.loads((paths.ROOT / "pyproject.toml").read_text())
+
+
+def test_pyproject_declares_every_pin_by_audience_as_a_range_it_admits():
+    project = pyproject()["project"]
+    declared = [Requirement(line) for line in project["dependencies"]]
+    for extra in ("instructor", "hub", "dev"):
+        declared += [Requirement(line) for line in project["optional-dependencies"][extra]]
+    by_name = {requirement.name.lower(): requirement for requirement in declared}
+    pins = [Requirement(line) for line in requirement_lines()]
+    assert sorted(by_name) == sorted(pin.name.lower() for pin in pins)
+    for pin in pins:
+        (version,) = (spec.version for spec in pin.specifier)
+        assert by_name[pin.name.lower()].specifier.contains(version), pin
+
+
+def test_students_need_only_torch_and_jupyter():
+    students = {Requirement(line).name for line in pyproject()["project"]["dependencies"]}
+    assert students == {"torch", "numpy", "matplotlib", "ipywidgets", "jupyterlab", "notebook",
+                        "ipykernel"}
+
+
+def test_environment_yml_installs_requirements():
     text = (paths.ROOT / "environment.yml").read_text()
     pip_section = text.split("- pip:", 1)[1]
-    entries = [
-        line.strip()[2:].strip()
-        for line in pip_section.splitlines()
-        if line.strip().startswith("- ")
-    ]
-    assert [entry for entry in entries if entry != "-e ."] == requirement_lines()
-    assert "-e ." in entries, "the course package must be installed in editable mode"
+    entries = [line.strip()[2:].strip() for line in pip_section.splitlines()
+               if line.strip().startswith("- ")]
+    assert entries == ["--extra-index-url https://download.pytorch.org/whl/cpu",
+                       "-r requirements.txt", "-e ."]
     assert "conda-forge" in text and "python=3.11" in text
 
 
