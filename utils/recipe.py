@@ -33,8 +33,10 @@ class TrainingRecipe:
 
     n_train: int = 1024
     n_test: int = 1024
+    n_val: int = 1024
     train_seed: int = 0
     test_seed: int = 1
+    val_seed: int = 2
     noise: float = 0.1
     hidden_dim: int = 2
     batch_size: int = 256
@@ -44,12 +46,12 @@ class TrainingRecipe:
 
     def __post_init__(self):
         """Raise ValueError for sizes, seeds or rates that cannot work."""
-        for name in ("n_train", "n_test", "hidden_dim", "batch_size", "epochs"):
+        for name in ("n_train", "n_test", "n_val", "hidden_dim", "batch_size", "epochs"):
             validation.positive_int(getattr(self, name), name)
-        for name in ("train_seed", "test_seed"):
-            validation.seed(getattr(self, name), name)
-        if self.train_seed == self.test_seed:
-            raise ValueError(f"train_seed and test_seed must differ, got both {self.train_seed}")
+        seeds = {name: validation.seed(getattr(self, name), name)
+                 for name in ("train_seed", "test_seed", "val_seed")}
+        if len(set(seeds.values())) < len(seeds):
+            raise ValueError(f"train_seed, test_seed and val_seed must all differ, got {seeds}")
         validation.positive_number(self.lr, "lr")  # the same check as utils.training.fit
         validation.probability(self.teacher_forcing, "teacher_forcing")
 
@@ -62,16 +64,25 @@ class TrainingRecipe:
 RECIPE = TrainingRecipe()
 
 
+def _squares(recipe, n, seed, variable_length):
+    """(source, target[, lengths]) of n squares from seed: lengths only if variable_length."""
+    squares = make_squares(n, seed, recipe.noise, variable_length)
+    return squares_tensors(squares)[: 3 if variable_length else 2]
+
+
 def squares_batches(recipe: TrainingRecipe = RECIPE, variable_length: bool = False):
     """Train batches (shuffled) and one test batch of the squares, from different seeds."""
-    train = make_squares(recipe.n_train, recipe.train_seed, recipe.noise, variable_length)
-    test = make_squares(recipe.n_test, recipe.test_seed, recipe.noise, variable_length)
-    keep = 3 if variable_length else 2
-    train_tensors = squares_tensors(train)[:keep]
-    test_tensors = squares_tensors(test)[:keep]
+    train_tensors = _squares(recipe, recipe.n_train, recipe.train_seed, variable_length)
+    test_tensors = _squares(recipe, recipe.n_test, recipe.test_seed, variable_length)
     train_batches = Batches(train_tensors, recipe.batch_size, shuffle=True, seed=recipe.train_seed)
     test_batches = Batches(test_tensors, recipe.n_test)
     return train_batches, test_batches
+
+
+def validation_batches(recipe: TrainingRecipe = RECIPE, variable_length: bool = False) -> Batches:
+    """One batch of n_val squares from val_seed: for decisions in training, never the test set."""
+    val_tensors = _squares(recipe, recipe.n_val, recipe.val_seed, variable_length)
+    return Batches(val_tensors, recipe.n_val)
 
 
 def seq2seq_forward(model, batch):
@@ -81,16 +92,16 @@ def seq2seq_forward(model, batch):
     return model(source, target if model.training else None, mask=mask)
 
 
-STOP_CHECK_EPOCHS = 5  # how often train_seq2seq(..., stop_below=x) tests the model
+STOP_CHECK_EPOCHS = 5  # how often train_seq2seq(..., stop_below=x) validates the model
 
 
-def _below(threshold, test_batches):
-    """stop(model, epoch) for fit: True every STOP_CHECK_EPOCHS epochs if test MSE < threshold."""
+def _below(threshold, val_batches):
+    """stop(model, epoch) for fit: True every STOP_CHECK_EPOCHS epochs if val MSE < threshold."""
 
     def stop(model, epoch):
         if epoch % STOP_CHECK_EPOCHS:
             return False
-        return evaluate(model, test_batches, forward=seq2seq_forward) < threshold
+        return evaluate(model, val_batches, forward=seq2seq_forward) < threshold
 
     return stop
 
@@ -116,7 +127,8 @@ def train_seq2seq(
     """Build a model under seed, train it with the recipe on the squares, test it on new data.
 
     With stop_below, training ends at the first multiple of STOP_CHECK_EPOCHS epochs where the
-    test MSE is below it: the run is the same as the full one up to there, only shorter.
+    MSE on the validation squares (val_seed) is below it: the run is the same as the full one up
+    to there, only shorter. The test squares decide nothing; they are measured once, at the end.
     """
     train_batches, test_batches = squares_batches(recipe, variable_length)
     with seeded(seed):
@@ -124,7 +136,8 @@ def train_seq2seq(
     val_batches = test_batches if track_test_loss else None
     stop = None
     if stop_below is not None:
-        stop = _below(validation.positive_number(stop_below, "stop_below"), test_batches)
+        threshold = validation.positive_number(stop_below, "stop_below")
+        stop = _below(threshold, validation_batches(recipe, variable_length))
     start = time.perf_counter()
     history = fit(
         model,

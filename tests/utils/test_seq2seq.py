@@ -17,12 +17,13 @@ from utils.recipe import (
     seq2seq_forward,
     squares_batches,
     train_seq2seq,
+    validation_batches,
 )
 from utils.seq2seq import Encoder, last_step, source_mask
 from utils.timing import torch_threads
 from utils.training import seeded
 
-TINY = replace(RECIPE, n_train=64, n_test=32, batch_size=32, epochs=2)
+TINY = replace(RECIPE, n_train=64, n_test=32, n_val=32, batch_size=32, epochs=2)
 LECTURE = notebooks.load_definitions(paths.ROOT / seq2seq_bench.LECTURE, ["PlainEncoderDecoder"])
 PlainEncoderDecoder = LECTURE["PlainEncoderDecoder"]
 
@@ -148,6 +149,8 @@ def test_recipe_validates_and_shortens():
     for bad in (
         {"epochs": 0},
         {"train_seed": 1, "test_seed": 1},
+        {"val_seed": RECIPE.test_seed},
+        {"n_val": 0},
         {"lr": 0.0},
         {"teacher_forcing": 2.0},
         {"hidden_dim": 2.5},
@@ -219,12 +222,24 @@ def test_train_seq2seq_is_reproducible(variable_length):
     assert untracked.history.val_loss == []
 
 
-def test_train_seq2seq_stops_below_a_test_mse_at_a_check_epoch():
+def test_validation_squares_are_neither_train_nor_test_squares():
+    (val_batch,) = list(validation_batches(TINY))
+    assert val_batch[0].shape == (TINY.n_val, 2, 2)
+    train, test = squares_batches(TINY)
+    assert not torch.equal(val_batch[0][: TINY.n_test], next(iter(test))[0])
+    assert not torch.equal(val_batch[0][: TINY.n_train], train.tensors[0][: TINY.n_val])
+    source, _, lengths = next(iter(validation_batches(TINY, variable_length=True)))
+    assert source.shape == (TINY.n_val, 3, 2) and lengths.shape == (TINY.n_val,)
+
+
+def test_train_seq2seq_stops_on_the_validation_mse_never_the_test_mse():
     recipe = replace(TINY, epochs=3 * STOP_CHECK_EPOCHS)
     full = train_seq2seq(plain_model, recipe, seed=1)
+    swapped = replace(recipe, test_seed=recipe.val_seed, val_seed=recipe.test_seed)
+    val_curve = train_seq2seq(plain_model, swapped, seed=1).history.val_loss  # same run
     reached = 2 * STOP_CHECK_EPOCHS  # the second check: lower there than at the first
-    threshold = full.history.val_loss[reached - 1] + 1e-9
-    assert full.history.val_loss[STOP_CHECK_EPOCHS - 1] > threshold
+    threshold = val_curve[reached - 1] + 1e-9
+    assert val_curve[STOP_CHECK_EPOCHS - 1] > threshold
     stopped = train_seq2seq(plain_model, recipe, seed=1, stop_below=threshold)
     assert stopped.history.val_loss == full.history.val_loss[:reached]
     assert stopped.test_mse == pytest.approx(full.history.val_loss[reached - 1])
