@@ -1,4 +1,4 @@
-"""Run nbgrader's command line on a course directory, as the build and grading tools need it."""
+"""Run nbgrader's command line, or the course's own, on a course directory, as the tools need it."""
 
 import os
 import subprocess
@@ -33,3 +33,10 @@ def nbgrader(args, course_root, check=True, environment=None):
         text=True,
         env={**nbgrader_environment(), **(environment or {})},
     )
+
+
+def instructor(course_root, *args, **options):
+    """Run `python -m course.instructor ARGS --root ROOT` as the Makefile does (options: run's)."""
+    command = [sys.executable, "-m", "course.instructor", *args, "--root", str(course_root)]
+    return subprocess.run(command, capture_output=True, text=True, timeout=900,
+                          env=nbgrader_environment(), **options)

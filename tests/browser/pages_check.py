@@ -14,8 +14,6 @@ nbconvert's defaults, shows that the payloads do run where nothing cleans them.
 
 import base64
 import http.server
-import subprocess
-import sys
 import threading
 from pathlib import Path
 
@@ -25,7 +23,7 @@ from local_servers import SCREENSHOTS, free_port, jupyter
 from nbconvert.exporters import HTMLExporter
 
 from course.build import gradebook_db, notebooks, paths
-from course.build.nbgrader_run import nbgrader_environment
+from course.build.nbgrader_run import instructor as run_instructor
 from course.build.submissions import fill, scratch_course, solution_cells, submit
 
 LAB = "01_softmax"
@@ -130,12 +128,6 @@ Page()
 """
 
 
-def run_instructor(root, *args):
-    """Run `python -m course.instructor ARGS --root ROOT` as the Makefile does."""
-    command = [sys.executable, "-m", "course.instructor", *args, "--root", str(root)]
-    return subprocess.run(
-        command, capture_output=True, text=True, timeout=900, env=nbgrader_environment()
-    )
 
 
 def make_dirty(root, student, home):

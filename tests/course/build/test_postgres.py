@@ -26,6 +26,7 @@ from catalogue import mistakes
 from nbgrader.api import Gradebook
 
 from course.build import gradebook_db, notebooks, paths
+from course.build.nbgrader_run import instructor as run_instructor
 from course.build.nbgrader_run import nbgrader_environment
 from course.build.submissions import autograded_scores, fill, scratch_course, solution_cells
 
@@ -118,12 +119,6 @@ def create_database(socket_folder):
     connection.close()
 
 
-def run_instructor(root, *args):
-    """Run `python -m course.instructor ARGS --root ROOT` as the Makefile does."""
-    command = [sys.executable, "-m", "course.instructor", *args, "--root", str(root)]
-    return subprocess.run(
-        command, capture_output=True, text=True, timeout=900, env=nbgrader_environment()
-    )
 
 
 def canvas_export(root):

@@ -29,6 +29,7 @@ from jupyter_core.utils import run_sync
 from nbgrader.api import Gradebook
 
 from course.build import notebooks, paths
+from course.build.nbgrader_run import instructor as run_instructor
 from course.build.nbgrader_run import nbgrader_environment
 from course.build.submissions import cell_scores, fill, scratch_course, solution_cells, submit
 from course.grading import sandbox, zygote
@@ -252,12 +253,6 @@ def open_kernel(tmp_path_factory):
     return graded_course(tmp_path_factory.mktemp("open"), kernel_attacks)
 
 
-def run_instructor(root, *args, **kwargs):
-    """Run `python -m course.instructor ARGS --root ROOT` as the Makefile does."""
-    command = [sys.executable, "-m", "course.instructor", *args, "--root", str(root)]
-    return subprocess.run(
-        command, capture_output=True, text=True, timeout=900, env=nbgrader_environment(), **kwargs
-    )
 
 
 def scores(course, student):

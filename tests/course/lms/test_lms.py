@@ -11,8 +11,6 @@ import csv
 import io
 import json
 import re
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
@@ -21,7 +19,7 @@ import pytest
 from catalogue import mistakes
 
 from course.build import gradebook_db, notebooks, paths
-from course.build.nbgrader_run import nbgrader_environment
+from course.build.nbgrader_run import instructor as run_instructor
 from course.build.submissions import autograded_scores, fill, scratch_course, solution_cells
 from course.lms import formats
 from course.lms.collect import collect_export
@@ -37,12 +35,6 @@ HIDDEN_LINES = [
 ]
 
 
-def run_instructor(root, *args):
-    """Run `python -m course.instructor ARGS --root ROOT` as the Makefile does."""
-    command = [sys.executable, "-m", "course.instructor", *args, "--root", str(root)]
-    return subprocess.run(
-        command, capture_output=True, text=True, timeout=900, env=nbgrader_environment()
-    )
 
 
 def notebook_bytes(nb):
