@@ -4,44 +4,169 @@ Each solution function and each lecture function or code cell becomes a token se
 syntax tree in which every local name is `name` and every constant `const`, while attributes
 (`.softmax`, `.masked_fill`) and the modules `torch`, `F`, `nn`, `math` and `np` keep their
 names: renaming variables, reordering arguments' names or changing numbers does not hide a copy.
-Docstrings and input checks (`if ...: raise`) are left out, since a lecture seldom has them.
+Nor does respelling: a local assigned once is replaced by the expression it holds, a layer held by
+a module (`self.w_q`) is a local name, a literal tensor (`torch.tensor([5, 3])`) is a name,
+`x[:, None]` is `x.unsqueeze(...)`, `x.T` is `x.transpose(...)`, `view` is `reshape`, and
+applying a layer, `w(x)`, is the product `x @ w`. Docstrings, prints, input checks (`if ...:
+raise`), conversions of the parameters (`lengths = torch.as_tensor(lengths)`) and their defaults
+(`if n is None: n = ...`) are left out, since a lecture seldom has them: a lecture cell wrapped
+in them is still the lecture cell. Only the functions a student writes count, not those a lab
+gives.
 """
 
 import ast
 import difflib
 import re
+from collections import Counter
 
 MODULES = {"torch", "F", "nn", "math", "np", "numpy"}
 MAGIC = re.compile(r"^\s*[%!].*$", re.MULTILINE)
 MIN_RUN = 4  # shorter common runs of tokens are coincidences of Python's grammar
+SPELLINGS = {"T": "transpose", "mT": "transpose", "swapaxes": "transpose", "view": "reshape"}
+CONVERSIONS = {"as_tensor", "tensor", "int", "float", "bool", "tuple", "list", "to", "long",
+               "double", "contiguous"}
 
 
-def _kept(body):
-    """Statements of a body without docstrings, raises and input checks that only raise."""
-    def dropped(stmt):
-        docstring = isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
-        check = isinstance(stmt, ast.If) and not stmt.orelse and all(
-            isinstance(inner, ast.Raise) for inner in stmt.body
-        )
-        return docstring or check or isinstance(stmt, ast.Raise)
+def _dropped(stmt, parameters, defaulting=False):
+    """True for a docstring, a print, a raise, or a check, conversion or default of a parameter."""
+    expression = stmt.value if isinstance(stmt, ast.Expr) else None
+    docstring = isinstance(expression, ast.Constant)
+    printed = isinstance(expression, ast.Call) and getattr(expression.func, "id", "") == "print"
+    converted = isinstance(stmt, ast.Assign) and all(
+        getattr(target, "id", None) in parameters for target in stmt.targets
+    ) and (defaulting or _conversion(stmt.value))
+    default = isinstance(stmt, ast.If) and any(
+        isinstance(node, ast.Constant) and node.value is None for node in ast.walk(stmt.test)
+    )
+    check = isinstance(stmt, (ast.If, ast.For)) and not stmt.orelse and all(
+        _dropped(inner, parameters, default) for inner in stmt.body
+    )  # an `if` or a loop over the arguments that only checks them or fills in a default
+    return docstring or printed or converted or check or isinstance(stmt, ast.Raise)
 
-    return [stmt for stmt in body if not dropped(stmt)]
+
+def _conversion(value):
+    """True for a call that only converts a value: `torch.as_tensor(x)`, `int(x)`, `x.float()`."""
+    function = value.func if isinstance(value, ast.Call) else None
+    name = getattr(function, "id", None) or getattr(function, "attr", None)
+    return name in CONVERSIONS
+
+
+def _kept(body, parameters=frozenset()):
+    """Statements of a body but docstrings, prints, raises, and checks and conversions."""
+    return [stmt for stmt in body if not _dropped(stmt, parameters)]
+
+
+def _local(node):
+    """True for a local name or a layer held by a module (`self.w_q`)."""
+    if isinstance(node, ast.Name):
+        return node.id not in MODULES
+    return isinstance(node, ast.Attribute) and getattr(node.value, "id", "") == "self"
+
+
+def _literal(node):
+    """True for a call of a module (`torch.tensor`) whose arguments are all constants."""
+    root = node.func
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    values = [*node.args, *(keyword.value for keyword in node.keywords)]
+    return getattr(root, "id", "") in MODULES and bool(values) and all(
+        isinstance(inner, ast.Constant) for value in values for inner in ast.walk(value)
+        if not isinstance(inner, (ast.List, ast.Tuple, ast.UnaryOp, ast.USub, ast.Load))
+    )
 
 
 def tokens(node):
     """The normalised token sequence of a syntax tree."""
+    if _local(node):
+        return ["name"]
     if isinstance(node, ast.Name):
-        return [node.id if node.id in MODULES else "name"]
+        return [node.id]
     if isinstance(node, ast.Attribute):
-        return tokens(node.value) + ["." + node.attr]
+        return tokens(node.value) + ["." + SPELLINGS.get(node.attr, node.attr)]
     if isinstance(node, ast.Constant):
         return ["const"]
     if isinstance(node, ast.arg):
         return ["arg"]
     if isinstance(node, ast.expr_context):
         return []
+    if isinstance(node, ast.Call):
+        return _call_tokens(node)
+    if isinstance(node, (ast.Return, ast.Expr)) and node.value is not None:
+        return tokens(node.value)  # `return x` computes what a lecture's `y = x` does
+    if isinstance(node, ast.Subscript) and _inserts_axes(node.slice):
+        return tokens(node.value) + [".unsqueeze"]
     children = ast.iter_child_nodes(node)
     return [type(node).__name__] + [token for child in children for token in tokens(child)]
+
+
+def _call_tokens(call):
+    """Tokens of a call: a literal tensor is a name, a layer applied to x is x @ layer."""
+    if _literal(call):
+        return ["name"]
+    if _local(call.func) and len(call.args) == 1 and not call.keywords:
+        return ["BinOp"] + tokens(call.args[0]) + ["MatMult", "name"]
+    if isinstance(call.func, ast.Attribute) and call.func.attr == "unsqueeze":
+        return tokens(call.func.value) + [".unsqueeze"]
+    children = ast.iter_child_nodes(call)
+    return ["Call"] + [token for child in children for token in tokens(child)]
+
+
+def _inserts_axes(index):
+    """True for an index such as [:, None] or [None, :, :] that only inserts and keeps axes."""
+    parts = index.elts if isinstance(index, ast.Tuple) else [index]
+    slices = all(
+        isinstance(part, ast.Slice) and part.lower is part.upper is part.step is None
+        or isinstance(part, ast.Constant) and part.value in (None, Ellipsis)
+        for part in parts
+    )
+    return slices and any(isinstance(part, ast.Constant) and part.value is None for part in parts)
+
+
+class _Inline(ast.NodeTransformer):
+    """Replaces each read of a local by the expression it was assigned, if assigned once."""
+
+    def __init__(self, values):
+        self.values = values
+
+    def visit_Name(self, node):
+        if isinstance(node.ctx, ast.Load) and node.id in self.values:
+            return self.visit(ast.parse(ast.unparse(self.values[node.id]), mode="eval").body)
+        return node
+
+
+def _inlined(statements):
+    """The statements with every local assigned once by a plain `name = ...` read in place."""
+    stores = Counter(
+        node.id for stmt in statements for node in ast.walk(stmt)
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)
+    )
+    values = {
+        stmt.targets[0].id: stmt.value for stmt in statements
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+        and isinstance(stmt.targets[0], ast.Name) and stores[stmt.targets[0].id] == 1
+    }
+    while cyclic := [name for name in values if name in _reads(values[name], values)]:
+        del values[cyclic[0]]  # a parameter rebound from itself (x = torch.as_tensor(x)) stays
+    inliner = _Inline(values)
+    return [inliner.visit(ast.parse(ast.unparse(stmt)).body[0]) for stmt in statements], values
+
+
+def _reads(expression, values, seen=frozenset()):
+    """The locals of `values` that an expression reads, directly or through other locals."""
+    direct = {n.id for n in ast.walk(expression) if isinstance(n, ast.Name)} & set(values)
+    new = direct - seen
+    return direct.union(*(_reads(values[name], values, seen | direct) for name in new))
+
+
+def _sequence(body, keep_assignments, parameters=frozenset()):
+    """Tokens of a body after inlining, with or without the assignments it inlined."""
+    statements, values = _inlined(_kept(body, parameters))
+    kept = [
+        stmt for stmt in statements
+        if keep_assignments or not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+                                    and getattr(stmt.targets[0], "id", None) in values)
+    ]
+    return [token for stmt in kept for token in tokens(stmt)]
 
 
 def _parse(source):
@@ -52,22 +177,36 @@ def _parse(source):
         return None
 
 
+def _functions(tree):
+    """Every function (methods included) of a syntax tree, or none if there is no tree."""
+    return [node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)] if tree else []
+
+
+def _written(function, source):
+    """True when the function holds a solution block: a student writes it, it is not given."""
+    lines = source.splitlines()[function.lineno - 1:function.end_lineno]
+    return "### BEGIN SOLUTION" not in source or any("### BEGIN SOLUTION" in line for line in lines)
+
+
 def function_units(source, label=""):
-    """[(name, tokens)] for every function (methods included) defined in `source`."""
-    tree = _parse(source)
-    functions = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)] if tree else []
-    units = [(f"{label}{f.name}", [t for s in _kept(f.body) for t in tokens(s)]) for f in functions]
+    """[(name, tokens)] for every function a student writes in a solution cell."""
+    units = [
+        (f"{label}{f.name}", _sequence(f.body, False, {a.arg for a in ast.walk(f.args)
+                                                      if isinstance(a, ast.arg)}))
+        for f in _functions(_parse(source)) if _written(f, source)
+    ]
     return [(name, sequence) for name, sequence in units if sequence]
 
 
 def cell_units(source, label):
-    """Function units of a lecture cell, plus the cell's own top-level code as one unit."""
+    """Units of a lecture cell: each function, and the cell's own top-level code."""
     tree = _parse(source)
     if tree is None:
         return []
-    body = [s for s in _kept(tree.body) if not isinstance(s, (ast.Import, ast.ImportFrom))]
-    top = [t for s in body for t in tokens(s)]
-    return function_units(source, f"{label} ") + ([(label, top)] if top else [])
+    functions = [(f"{label} {f.name}", _sequence(f.body, True)) for f in _functions(tree)]
+    body = [s for s in tree.body if not isinstance(s, (ast.Import, ast.ImportFrom))]
+    units = functions + [(label, _sequence(body, True))]
+    return [(name, sequence) for name, sequence in units if sequence]
 
 
 def shown_share(solution, shown):
@@ -75,3 +214,18 @@ def shown_share(solution, shown):
     matcher = difflib.SequenceMatcher(None, solution, shown, autojunk=False)
     common = sum(block.size for block in matcher.get_matching_blocks() if block.size >= MIN_RUN)
     return common / len(solution)
+
+
+def exercise_share(functions, shown):
+    """(share, [(function, share, where)]) of an exercise's functions against a lecture's units.
+
+    Each function is matched with the unit that shows most of it, and the exercise's share is
+    the mean over its functions weighted by their numbers of tokens.
+    """
+    found = [
+        (name, *max((shown_share(tokens_, unit), label) for label, unit in shown))
+        for name, tokens_ in functions
+    ]
+    sizes = [len(tokens_) for _, tokens_ in functions]
+    share = sum(part * size for (_, part, _), size in zip(found, sizes, strict=True)) / sum(sizes)
+    return share, found

@@ -66,16 +66,32 @@ def log_softmax(input, dim=-1):
 ''',
     ),
     Variant(
-        name="temperature_with_hints_and_the_type_in_the_error",
-        cell="softmax_with_temperature",
+        name="temperature_by_bisection_on_the_inverse_temperature",
+        cell="temperature_for_entropy",
         code='''
-def softmax_with_temperature(scores: torch.Tensor, temperature: float,
-                             dim: int = -1) -> torch.Tensor:
-    """Softmax of `scores / temperature` along `dim`."""
-    if not temperature > 0:
-        raise ValueError(f"temperature must be > 0, got {temperature!r} "
-                         f"({type(temperature).__name__})")
-    return softmax(scores / temperature, dim=dim)
+def row_entropy(scores: torch.Tensor, beta: torch.Tensor) -> torch.Tensor:
+    """Entropy (..., 1) of softmax(beta * scores) along the last dimension."""
+    log_p = log_softmax(scores * beta, dim=-1)
+    return -(log_p.exp() * log_p).sum(-1, keepdim=True)
+
+
+def temperature_for_entropy(scores: torch.Tensor, target: float) -> torch.Tensor:
+    """T (..., 1) per row such that softmax(scores / T) has entropy `target`."""
+    length = scores.size(-1)
+    if length < 2 or target <= 0 or target >= math.log(length):
+        raise ValueError(f"need 0 < target < ln({length}) = {math.log(max(length, 1)):.4f}, "
+                         f"got target={target}")
+    span = (scores.max(-1, keepdim=True).values - scores.min(-1, keepdim=True).values)
+    if (span == 0).any():
+        raise ValueError("a row of equal scores has the same entropy at every temperature")
+    low_beta = torch.full_like(span, 1e-7) / span    # nearly uniform
+    high_beta = torch.full_like(span, 1e7) / span    # nearly one-hot
+    for _ in range(120):
+        beta = (low_beta * high_beta).sqrt()
+        sharp_enough = row_entropy(scores, beta) <= target
+        high_beta = torch.where(sharp_enough, beta, high_beta)
+        low_beta = torch.where(sharp_enough, low_beta, beta)
+    return 1 / (low_beta * high_beta).sqrt()
 ''',
     ),
 ]

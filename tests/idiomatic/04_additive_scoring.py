@@ -4,92 +4,46 @@ from catalogue import Variant
 
 VARIANTS = [
     Variant(
-        name="additive_with_apply_super_and_extra_repr",
+        name="additive_with_einsum_and_broadcast_by_indexing",
         cell="additive_score",
         code='''
 class AdditiveScore(nn.Module):
-    """Additive score v^T tanh(W_q q + W_k k + b) for every query-key pair."""
+    """v^T tanh(W_q q + W_k k + b)."""
 
     def __init__(self, query_dim: int, key_dim: int, hidden_dim: int) -> None:
-        super(AdditiveScore, self).__init__()
-        self.query_dim, self.key_dim, self.hidden_dim = query_dim, key_dim, hidden_dim
-        self.w_q = nn.Linear(query_dim, hidden_dim, bias=False)
-        self.w_k = nn.Linear(key_dim, hidden_dim)
-        self.v = nn.Linear(hidden_dim, 1, bias=False)
-        self.apply(initialise)
-
-    def extra_repr(self) -> str:
-        return f"query_dim={self.query_dim}, key_dim={self.key_dim}, hidden_dim={self.hidden_dim}"
-
-    def forward(self, input: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
-        """input (N, Lq, query_dim), keys (N, Lk, key_dim) -> scores (N, Lq, Lk)."""
-        hidden = torch.tanh(self.w_q(input)[:, :, None, :] + self.w_k(keys)[:, None, :, :])
-        return self.v(hidden)[..., 0]
-
-
-def initialise(module):
-    """Xavier weights and zero biases for every nn.Linear of a module."""
-    if isinstance(module, nn.Linear):
-        nn.init.xavier_uniform_(module.weight)
-        if module.bias is not None:
-            nn.init.zeros_(module.bias)
-
-
-if __name__ == "__main__":
-    print(AdditiveScore(3, 2, 4))
-''',
-    ),
-    Variant(
-        name="additive_with_modules_loop",
-        cell="additive_score",
-        code='''
-class AdditiveScore(nn.Module):
-    """Additive score v^T tanh(W_q q + W_k k + b) for every query-key pair."""
-
-    def __init__(self, query_dim, key_dim, hidden_dim):
         super().__init__()
         self.w_q = nn.Linear(query_dim, hidden_dim, bias=False)
-        self.w_k = nn.Linear(key_dim, hidden_dim)
+        self.w_k = nn.Linear(key_dim, hidden_dim, bias=True)
         self.v = nn.Linear(hidden_dim, 1, bias=False)
-        for m in self.modules():
-            if isinstance(m, nn.Linear):
-                nn.init.normal_(m.weight, std=0.1)
+
+    def precompute(self, keys: torch.Tensor) -> torch.Tensor:
+        """W_k k + b for every key."""
+        return self.w_k(keys)
+
+    def score(self, query: torch.Tensor, projected_keys: torch.Tensor) -> torch.Tensor:
+        """One score per key for one query per sequence."""
+        hidden = torch.tanh(self.w_q(query)[:, None, :] + projected_keys)
+        return torch.einsum("nkh,h->nk", hidden, self.v.weight[0])
 
     def forward(self, query, keys):
-        """query (N, Lq, query_dim), keys (N, Lk, key_dim) -> scores (N, Lq, Lk)."""
-        assert query.dim() == keys.dim() == 3, "query and keys are (N, L, features)"
-        projected_query = self.w_q(query).unsqueeze(2)
-        projected_keys = self.w_k(keys).unsqueeze(1)
-        return self.v(torch.tanh(projected_query + projected_keys)).squeeze(-1)
+        return self.score(query, self.precompute(keys))
 ''',
     ),
     Variant(
-        name="bilinear_with_reset_parameters_repr_and_einsum",
-        cell="bilinear_score",
+        name="multi_hop_with_einsum_and_preallocated_weights",
+        cell="multi_hop",
         code='''
-import math
-
-
-class BilinearScore(nn.Module):
-    """Bilinear (Luong's general) score q^T W k for every query-key pair."""
-
-    def __init__(self, query_dim, key_dim):
-        super(BilinearScore, self).__init__()
-        self.weight = nn.Parameter(torch.empty(query_dim, key_dim))
-        self.reset_parameters()
-
-    def reset_parameters(self) -> None:
-        """Glorot's uniform initialisation of the weight."""
-        bound = math.sqrt(6.0 / sum(self.weight.shape))
-        nn.init.uniform_(self.weight, -bound, bound)
-
-    def __repr__(self):
-        rows, columns = self.weight.shape
-        return f"{type(self).__name__}(query_dim={rows}, key_dim={columns})"
-
-    def forward(self, input, keys):
-        """input (N, Lq, query_dim), keys (N, Lk, key_dim) -> scores (N, Lq, Lk)."""
-        return torch.einsum("nid,de,nje->nij", input, self.weight, keys)
+def multi_hop(scorer, query, keys, values, hops):
+    """Read the memory `hops` times, adding what was read to the query each time."""
+    if type(hops) is not int or hops <= 0:
+        raise ValueError(f"hops must be an int > 0, got {hops!r}")
+    memory = scorer.precompute(keys)
+    history = query.new_empty(query.shape[0], hops, keys.shape[1])
+    for step in range(hops):
+        weights = scorer.score(query, memory).softmax(dim=-1)
+        query = query + torch.einsum("nk,nkd->nd", weights, values)
+        history[:, step] = weights
+    return query, history
 ''',
     ),
 ]

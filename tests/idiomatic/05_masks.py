@@ -25,19 +25,30 @@ def padding_mask(lengths: torch.Tensor, max_length: Optional[int] = None) -> tor
 ''',
     ),
     Variant(
-        name="causal_mask_with_the_type_in_the_error",
-        cell="causal_mask",
+        name="decoder_mask_from_tril_and_triu",
+        cell="decoder_mask",
         code='''
-def causal_mask(size: int) -> torch.Tensor:
-    """Boolean mask (size, size), True where key j <= query i."""
-    if type(size) is not int or size <= 0:
-        raise ValueError(f"size must be a positive int, got {size!r} ({type(size).__name__})")
-    positions = torch.arange(size)
-    return positions[None, :] <= positions[:, None]
+from typing import Optional
+
+
+def decoder_mask(n_queries: int, n_keys: int, window: Optional[int] = None) -> torch.Tensor:
+    """Boolean mask (n_queries, n_keys) of the newest queries over a cache of keys."""
+    for name, size in (("n_queries", n_queries), ("n_keys", n_keys), ("window", window)):
+        if size is None and name == "window":
+            continue
+        if type(size) is not int or size <= 0:
+            raise ValueError(f"{name} must be a positive int, got {size!r}")
+    if n_queries > n_keys:
+        raise ValueError(f"expected n_queries <= n_keys, got {n_queries} > {n_keys}")
+    offset = n_keys - n_queries
+    mask = torch.ones(n_queries, n_keys, dtype=torch.bool).tril(diagonal=offset)
+    if window is not None:
+        mask = mask.triu(diagonal=offset - window + 1)
+    return mask
 
 
 if __name__ == "__main__":
-    print(causal_mask(3).int())
+    print(decoder_mask(2, 5, window=3).int())
 ''',
     ),
     Variant(

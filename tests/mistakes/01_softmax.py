@@ -94,45 +94,102 @@ def log_softmax(scores, dim=-1):
         message="not of the whole tensor",
     ),
     Mistake(
-        name="temperature_multiplies",
-        cell="softmax_with_temperature",
+        name="temperature_bounds_swapped",
+        cell="temperature_for_entropy",
         code='''
-def softmax_with_temperature(scores, temperature, dim=-1):
-    if temperature <= 0:
-        raise ValueError(f"temperature must be positive, got {temperature}")
-    return softmax(scores * temperature, dim=dim)
+def temperature_for_entropy(scores, target, steps=100):
+    if scores.shape[-1] < 2 or not 0 < target < math.log(scores.shape[-1]):
+        raise ValueError(f"target must be between 0 and ln L, got {target}")
+    spread = scores.amax(dim=-1, keepdim=True) - scores.amin(dim=-1, keepdim=True)
+    cold, hot = spread * 1e-6, spread * 1e6
+    for _ in range(steps):
+        middle = (cold * hot).sqrt()
+        weights = softmax(scores / middle, dim=-1)
+        entropy = -torch.xlogy(weights, weights).sum(dim=-1, keepdim=True)
+        too_hot = entropy > target
+        cold = torch.where(too_hot, middle, cold)
+        hot = torch.where(too_hot, hot, middle)
+    return (cold * hot).sqrt()
 ''',
-        message="multiplied the scores by the temperature instead of dividing them",
+        message="the entropy grows with T",
     ),
     Mistake(
-        name="temperature_not_checked",
-        cell="softmax_with_temperature",
+        name="temperature_inverse_returned",
+        cell="temperature_for_entropy",
         code='''
-def softmax_with_temperature(scores, temperature, dim=-1):
-    return softmax(scores / temperature, dim=dim)
+def temperature_for_entropy(scores, target, steps=100):
+    if scores.shape[-1] < 2 or not 0 < target < math.log(scores.shape[-1]):
+        raise ValueError(f"target must be between 0 and ln L, got {target}")
+    spread = scores.amax(dim=-1, keepdim=True) - scores.amin(dim=-1, keepdim=True)
+    cold, hot = spread * 1e-6, spread * 1e6
+    for _ in range(steps):
+        middle = (cold * hot).sqrt()
+        weights = softmax(scores / middle, dim=-1)
+        entropy = -torch.xlogy(weights, weights).sum(dim=-1, keepdim=True)
+        too_hot = entropy > target
+        hot = torch.where(too_hot, middle, hot)
+        cold = torch.where(too_hot, cold, middle)
+    return 1 / (cold * hot).sqrt()
+''',
+        message="it looks like you returned the inverse temperature",
+    ),
+    Mistake(
+        name="temperature_last_dimension_dropped",
+        cell="temperature_for_entropy",
+        code='''
+def temperature_for_entropy(scores, target, steps=100):
+    if scores.shape[-1] < 2 or not 0 < target < math.log(scores.shape[-1]):
+        raise ValueError(f"target must be between 0 and ln L, got {target}")
+    spread = scores.amax(dim=-1, keepdim=True) - scores.amin(dim=-1, keepdim=True)
+    cold, hot = spread * 1e-6, spread * 1e6
+    for _ in range(steps):
+        middle = (cold * hot).sqrt()
+        weights = softmax(scores / middle, dim=-1)
+        entropy = -torch.xlogy(weights, weights).sum(dim=-1, keepdim=True)
+        too_hot = entropy > target
+        hot = torch.where(too_hot, middle, hot)
+        cold = torch.where(too_hot, cold, middle)
+    return (cold * hot).sqrt().squeeze(-1)
+''',
+        message="its last dimension kept (size 1)",
+    ),
+    Mistake(
+        name="temperature_one_interval_for_every_row",
+        cell="temperature_for_entropy",
+        code='''
+def temperature_for_entropy(scores, target, steps=100):
+    if scores.shape[-1] < 2 or not 0 < target < math.log(scores.shape[-1]):
+        raise ValueError(f"target must be between 0 and ln L, got {target}")
+    cold = torch.tensor(1e-6)
+    hot = torch.tensor(1e6)
+    for _ in range(steps):
+        middle = (cold * hot).sqrt()
+        weights = softmax(scores / middle, dim=-1)
+        entropy = -torch.xlogy(weights, weights).sum(dim=-1).mean()
+        if entropy > target:
+            hot = middle
+        else:
+            cold = middle
+    return (cold * hot).sqrt().expand(*scores.shape[:-1], 1)
+''',
+        message="the entropy of each row at its temperature (target 0.5) differs",
+    ),
+    Mistake(
+        name="temperature_target_not_checked",
+        cell="temperature_for_entropy",
+        code='''
+def temperature_for_entropy(scores, target, steps=100):
+    spread = scores.amax(dim=-1, keepdim=True) - scores.amin(dim=-1, keepdim=True)
+    cold, hot = spread * 1e-6, spread * 1e6
+    for _ in range(steps):
+        middle = (cold * hot).sqrt()
+        weights = softmax(scores / middle, dim=-1)
+        entropy = -torch.xlogy(weights, weights).sum(dim=-1, keepdim=True)
+        too_hot = entropy > target
+        hot = torch.where(too_hot, middle, hot)
+        cold = torch.where(too_hot, cold, middle)
+    return (cold * hot).sqrt()
 ''',
         message="did not raise ValueError",
-    ),
-    Mistake(
-        name="temperature_zero_allowed",
-        cell="softmax_with_temperature",
-        code='''
-def softmax_with_temperature(scores, temperature, dim=-1):
-    if temperature < 0:
-        raise ValueError(f"temperature must not be negative, got {temperature}")
-    return softmax(scores / temperature, dim=dim)
-''',
-        message="softmax_with_temperature(scores, 0.0) did not raise ValueError",
-    ),
-    Mistake(
-        name="temperature_ignores_dim",
-        cell="softmax_with_temperature",
-        code='''
-def softmax_with_temperature(scores, temperature, dim=-1):
-    if temperature <= 0:
-        raise ValueError(f"temperature must be positive, got {temperature}")
-    return softmax(scores / temperature)
-''',
-        message="it looks like you ignored `dim`",
     ),
 ]

@@ -4,83 +4,105 @@ from course.build.submissions import Mistake
 
 MISTAKES = [
     Mistake(
-        name="scores_keys_times_queries",
-        cell="dot_product_scores",
+        name="scores_padding_not_masked",
+        cell="packed_scores",
         code='''
-def dot_product_scores(query, keys):
-    return torch.bmm(keys, query.transpose(1, 2))
+def packed_scores(queries, keys):
+    padded_queries = pad_sequence(queries, batch_first=True)
+    padded_keys = pad_sequence(keys, batch_first=True)
+    return torch.bmm(padded_queries, padded_keys.transpose(1, 2))
+''',
+        message="it looks like you left the padded keys at score 0",
+    ),
+    Mistake(
+        name="scores_padded_query_rows_masked",
+        cell="packed_scores",
+        code='''
+def packed_scores(queries, keys):
+    padded_queries = pad_sequence(queries, batch_first=True)
+    padded_keys = pad_sequence(keys, batch_first=True)
+    scores = torch.bmm(padded_queries, padded_keys.transpose(1, 2))
+    real_keys = torch.arange(padded_keys.shape[1]) < torch.tensor([len(k) for k in keys])[:, None]
+    real_queries = torch.arange(padded_queries.shape[1]) < torch.tensor(
+        [len(q) for q in queries])[:, None]
+    allowed = real_queries[:, :, None] & real_keys[:, None, :]
+    return scores.masked_fill(~allowed, float("-inf"))
+''',
+        message="it looks like you set the rows of the padded queries to -inf too",
+    ),
+    Mistake(
+        name="scores_keys_times_queries",
+        cell="packed_scores",
+        code='''
+def packed_scores(queries, keys):
+    padded_queries = pad_sequence(queries, batch_first=True)
+    padded_keys = pad_sequence(keys, batch_first=True)
+    scores = torch.bmm(padded_keys, padded_queries.transpose(1, 2))
+    real_keys = torch.arange(padded_keys.shape[1]) < torch.tensor([len(k) for k in keys])[:, None]
+    return scores.masked_fill(~real_keys[:, :, None], float("-inf"))
 ''',
         message="it looks like you multiplied the keys by the queries",
     ),
     Mistake(
-        name="scores_cosine_similarity",
-        cell="dot_product_scores",
-        code='''
-def dot_product_scores(query, keys):
-    query = query / query.norm(dim=-1, keepdim=True)
-    keys = keys / keys.norm(dim=-1, keepdim=True)
-    return torch.bmm(query, keys.transpose(1, 2))
-''',
-        message="it looks like you divided by the lengths of the vectors",
-    ),
-    Mistake(
         name="scores_scaled_too_early",
-        cell="dot_product_scores",
+        cell="packed_scores",
         code='''
-def dot_product_scores(query, keys):
-    return torch.bmm(query, keys.transpose(1, 2)) / query.shape[-1] ** 0.5
+def packed_scores(queries, keys):
+    if not queries or len(queries) != len(keys):
+        raise ValueError("queries and keys must be two non-empty lists of the same length")
+    padded_queries = pad_sequence(queries, batch_first=True)
+    padded_keys = pad_sequence(keys, batch_first=True)
+    scores = padded_queries @ padded_keys.transpose(1, 2) / padded_keys.shape[-1] ** 0.5
+    real_keys = torch.arange(padded_keys.shape[1]) < torch.tensor([len(k) for k in keys])[:, None]
+    return scores.masked_fill(~real_keys[:, None, :], float("-inf"))
 ''',
         message="it looks like you scaled the scores by 1/sqrt(d_k)",
     ),
     Mistake(
         name="attention_softmax_over_queries",
-        cell="attention",
+        cell="packed_attention",
         code='''
-def attention(query, keys, values):
-    weights = torch.softmax(dot_product_scores(query, keys), dim=1)
-    return torch.bmm(weights, values), weights
+def packed_attention(queries, keys, values):
+    weights = torch.softmax(packed_scores(queries, keys), dim=1)
+    context = torch.bmm(weights, pad_sequence(values, batch_first=True))
+    return [(context[n, :len(q)], weights[n, :len(q), :len(k)])
+            for n, (q, k) in enumerate(zip(queries, keys))]
 ''',
-        message="it looks like you applied the softmax over the queries (dim=1)",
+        message="it looks like you applied the softmax over the queries",
+    ),
+    Mistake(
+        name="attention_padding_kept",
+        cell="packed_attention",
+        code='''
+def packed_attention(queries, keys, values):
+    weights = torch.softmax(packed_scores(queries, keys), dim=-1)
+    context = torch.bmm(weights, pad_sequence(values, batch_first=True))
+    return [(context[n], weights[n]) for n in range(len(queries))]
+''',
+        message="it looks like you returned the padded results",
     ),
     Mistake(
         name="attention_context_from_keys",
-        cell="attention",
+        cell="packed_attention",
         code='''
-def attention(query, keys, values):
-    weights = torch.softmax(dot_product_scores(query, keys), dim=-1)
-    return torch.bmm(weights, keys), weights
+def packed_attention(queries, keys, values):
+    weights = torch.softmax(packed_scores(queries, keys), dim=-1)
+    context = torch.bmm(weights, pad_sequence(keys, batch_first=True))
+    return [(context[n, :len(q)], weights[n, :len(q), :len(k)])
+            for n, (q, k) in enumerate(zip(queries, keys))]
 ''',
         message="it looks like you built the context from the keys instead of the values",
     ),
     Mistake(
         name="attention_without_softmax",
-        cell="attention",
+        cell="packed_attention",
         code='''
-def attention(query, keys, values):
-    scores = dot_product_scores(query, keys)
-    return torch.bmm(scores, values), scores
+def packed_attention(queries, keys, values):
+    scores = packed_scores(queries, keys).nan_to_num(neginf=0.0)
+    context = torch.bmm(scores, pad_sequence(values, batch_first=True))
+    return [(context[n, :len(q)], scores[n, :len(q), :len(k)])
+            for n, (q, k) in enumerate(zip(queries, keys))]
 ''',
         message="it looks like you forgot the softmax",
-    ),
-    Mistake(
-        name="attention_scaled",
-        cell="attention",
-        code='''
-def attention(query, keys, values):
-    scores = dot_product_scores(query, keys) / query.shape[-1] ** 0.5
-    weights = torch.softmax(scores, dim=-1)
-    return torch.bmm(weights, values), weights
-''',
-        message="it looks like you divided the scores by sqrt(d_k)",
-    ),
-    Mistake(
-        name="attention_returns_weights_first",
-        cell="attention",
-        code='''
-def attention(query, keys, values):
-    weights = torch.softmax(dot_product_scores(query, keys), dim=-1)
-    return weights, torch.bmm(weights, values)
-''',
-        message="it looks like you returned (weights, context) instead of (context, weights)",
     ),
 ]

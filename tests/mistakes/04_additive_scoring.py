@@ -2,11 +2,7 @@
 
 from course.build.submissions import Mistake
 
-MISTAKES = [
-    Mistake(
-        name="additive_only_one_query",
-        cell="additive_score",
-        code='''
+LAYERS = '''
 class AdditiveScore(nn.Module):
     def __init__(self, query_dim, key_dim, hidden_dim):
         super().__init__()
@@ -14,28 +10,43 @@ class AdditiveScore(nn.Module):
         self.w_k = nn.Linear(key_dim, hidden_dim)
         self.v = nn.Linear(hidden_dim, 1, bias=False)
 
+    def precompute(self, keys):
+        return self.w_k(keys)
+
     def forward(self, query, keys):
-        hidden = torch.tanh(self.w_q(query) + self.w_k(keys))
-        return self.v(hidden).transpose(1, 2)
+        return self.score(query, self.precompute(keys))
+'''
+
+MISTAKES = [
+    Mistake(
+        name="additive_query_not_unsqueezed",
+        cell="additive_score",
+        code=LAYERS + '''
+    def score(self, query, projected_keys):
+        hidden = torch.tanh(self.w_q(query) + projected_keys)
+        return self.v(hidden).squeeze(-1)
 ''',
-        message="they only add when Lq is 1 or equals Lk",
+        message="unsqueeze the query to (N, 1, H)",
     ),
     Mistake(
         name="additive_without_tanh",
         cell="additive_score",
-        code='''
-class AdditiveScore(nn.Module):
-    def __init__(self, query_dim, key_dim, hidden_dim):
-        super().__init__()
-        self.w_q = nn.Linear(query_dim, hidden_dim, bias=False)
-        self.w_k = nn.Linear(key_dim, hidden_dim)
-        self.v = nn.Linear(hidden_dim, 1, bias=False)
-
-    def forward(self, query, keys):
-        hidden = self.w_q(query).unsqueeze(2) + self.w_k(keys).unsqueeze(1)
+        code=LAYERS + '''
+    def score(self, query, projected_keys):
+        hidden = self.w_q(query).unsqueeze(1) + projected_keys
         return self.v(hidden).squeeze(-1)
 ''',
         message="it looks like you forgot the tanh",
+    ),
+    Mistake(
+        name="additive_returns_weights",
+        cell="additive_score",
+        code=LAYERS + '''
+    def score(self, query, projected_keys):
+        hidden = torch.tanh(self.w_q(query).unsqueeze(1) + projected_keys)
+        return torch.softmax(self.v(hidden).squeeze(-1), dim=-1)
+''',
+        message="it looks like you returned softmax weights instead of raw scores",
     ),
     Mistake(
         name="additive_bias_on_query",
@@ -48,134 +59,90 @@ class AdditiveScore(nn.Module):
         self.w_k = nn.Linear(key_dim, hidden_dim, bias=False)
         self.v = nn.Linear(hidden_dim, 1, bias=False)
 
+    def precompute(self, keys):
+        return self.w_k(keys)
+
+    def score(self, query, projected_keys):
+        return self.v(torch.tanh(self.w_q(query).unsqueeze(1) + projected_keys)).squeeze(-1)
+
     def forward(self, query, keys):
-        hidden = torch.tanh(self.w_q(query).unsqueeze(2) + self.w_k(keys).unsqueeze(1))
-        return self.v(hidden).squeeze(-1)
+        return self.score(query, self.precompute(keys))
 ''',
         message="additive.w_q has a bias but should not",
     ),
     Mistake(
-        name="additive_key_layer_sized_by_query",
-        cell="additive_score",
+        name="multi_hop_projects_keys_every_step",
+        cell="multi_hop",
         code='''
-class AdditiveScore(nn.Module):
-    def __init__(self, query_dim, key_dim, hidden_dim):
-        super().__init__()
-        self.w_q = nn.Linear(query_dim, hidden_dim, bias=False)
-        self.w_k = nn.Linear(query_dim, hidden_dim)
-        self.v = nn.Linear(hidden_dim, 1, bias=False)
-
-    def forward(self, query, keys):
-        hidden = torch.tanh(self.w_q(query).unsqueeze(2) + self.w_k(keys).unsqueeze(1))
-        return self.v(hidden).squeeze(-1)
+def multi_hop(scorer, query, keys, values, hops):
+    every_step = []
+    for _ in range(hops):
+        weights = torch.softmax(scorer(query, keys), dim=-1)
+        query = query + (weights.unsqueeze(1) @ values).squeeze(1)
+        every_step.append(weights)
+    return query, torch.stack(every_step, dim=1)
 ''',
-        message="additive.w_k.weight has shape (4, 3), expected (4, 2)",
+        message="the keys must be projected once per sequence",
     ),
     Mistake(
-        name="additive_scores_transposed",
-        cell="additive_score",
+        name="multi_hop_query_never_updated",
+        cell="multi_hop",
         code='''
-class AdditiveScore(nn.Module):
-    def __init__(self, query_dim, key_dim, hidden_dim):
-        super().__init__()
-        self.w_q = nn.Linear(query_dim, hidden_dim, bias=False)
-        self.w_k = nn.Linear(key_dim, hidden_dim)
-        self.v = nn.Linear(hidden_dim, 1, bias=False)
-
-    def forward(self, query, keys):
-        hidden = torch.tanh(self.w_q(query).unsqueeze(1) + self.w_k(keys).unsqueeze(2))
-        return self.v(hidden).squeeze(-1)
+def multi_hop(scorer, query, keys, values, hops):
+    projected_keys = scorer.precompute(keys)
+    every_step = []
+    context = torch.zeros_like(query)
+    for _ in range(hops):
+        weights = torch.softmax(scorer.score(query, projected_keys), dim=-1)
+        context = context + (weights.unsqueeze(1) @ values).squeeze(1)
+        every_step.append(weights)
+    return query + context, torch.stack(every_step, dim=1)
 ''',
-        message="= (N, Lk, Lq): the scores are transposed",
+        message="it looks like you kept the first query at every step",
     ),
     Mistake(
-        name="additive_returns_weights",
-        cell="additive_score",
+        name="multi_hop_query_replaced",
+        cell="multi_hop",
         code='''
-class AdditiveScore(nn.Module):
-    def __init__(self, query_dim, key_dim, hidden_dim):
-        super().__init__()
-        self.w_q = nn.Linear(query_dim, hidden_dim, bias=False)
-        self.w_k = nn.Linear(key_dim, hidden_dim)
-        self.v = nn.Linear(hidden_dim, 1, bias=False)
-
-    def forward(self, query, keys):
-        hidden = torch.tanh(self.w_q(query).unsqueeze(2) + self.w_k(keys).unsqueeze(1))
-        return torch.softmax(self.v(hidden).squeeze(-1), dim=-1)
+def multi_hop(scorer, query, keys, values, hops):
+    projected_keys = scorer.precompute(keys)
+    every_step = []
+    for _ in range(hops):
+        weights = torch.softmax(scorer.score(query, projected_keys), dim=-1)
+        query = (weights.unsqueeze(1) @ values).squeeze(1)
+        every_step.append(weights)
+    return query, torch.stack(every_step, dim=1)
 ''',
-        message="returned softmax weights instead of raw scores",
+        message="it looks like you replaced the query by the context",
     ),
     Mistake(
-        name="bilinear_weight_transposed",
-        cell="bilinear_score",
+        name="multi_hop_softmax_over_sequences",
+        cell="multi_hop",
         code='''
-class BilinearScore(nn.Module):
-    def __init__(self, query_dim, key_dim):
-        super().__init__()
-        self.weight = nn.Parameter(torch.empty(query_dim, key_dim))
-        nn.init.xavier_uniform_(self.weight)
-
-    def forward(self, query, keys):
-        return query @ self.weight.T @ keys.transpose(1, 2)
+def multi_hop(scorer, query, keys, values, hops):
+    projected_keys = scorer.precompute(keys)
+    every_step = []
+    for _ in range(hops):
+        weights = torch.softmax(scorer.score(query, projected_keys), dim=0)
+        query = query + (weights.unsqueeze(1) @ values).squeeze(1)
+        every_step.append(weights)
+    return query, torch.stack(every_step, dim=1)
 ''',
-        message="multiplied by weight.T (the transposed weight) instead of weight",
+        message="it looks like you applied the softmax over the sequences (dim=0)",
     ),
     Mistake(
-        name="bilinear_keys_first",
-        cell="bilinear_score",
+        name="multi_hop_steps_stacked_first",
+        cell="multi_hop",
         code='''
-class BilinearScore(nn.Module):
-    def __init__(self, query_dim, key_dim):
-        super().__init__()
-        self.weight = nn.Parameter(torch.empty(query_dim, key_dim))
-        nn.init.xavier_uniform_(self.weight)
-
-    def forward(self, query, keys):
-        return keys @ self.weight.T @ query.transpose(1, 2)
+def multi_hop(scorer, query, keys, values, hops):
+    projected_keys = scorer.precompute(keys)
+    every_step = []
+    for _ in range(hops):
+        weights = torch.softmax(scorer.score(query, projected_keys), dim=-1)
+        query = query + (weights.unsqueeze(1) @ values).squeeze(1)
+        every_step.append(weights)
+    return query, torch.stack(every_step)
 ''',
-        message="= (N, Lk, Lq): the scores are transposed",
-    ),
-    Mistake(
-        name="bilinear_weight_shape_swapped",
-        cell="bilinear_score",
-        code='''
-class BilinearScore(nn.Module):
-    def __init__(self, query_dim, key_dim):
-        super().__init__()
-        self.weight = nn.Parameter(torch.empty(key_dim, query_dim))
-        nn.init.xavier_uniform_(self.weight)
-
-    def forward(self, query, keys):
-        return query @ self.weight.T @ keys.transpose(1, 2)
-''',
-        message="bilinear.weight has shape (2, 3), expected (3, 2)",
-    ),
-    Mistake(
-        name="bilinear_unscaled_init",
-        cell="bilinear_score",
-        code='''
-class BilinearScore(nn.Module):
-    def __init__(self, query_dim, key_dim):
-        super().__init__()
-        self.weight = nn.Parameter(torch.randn(query_dim, key_dim))
-
-    def forward(self, query, keys):
-        return query @ self.weight @ keys.transpose(1, 2)
-''',
-        message="it is not initialised at a sensible scale",
-    ),
-    Mistake(
-        name="bilinear_weight_not_a_parameter",
-        cell="bilinear_score",
-        code='''
-class BilinearScore(nn.Module):
-    def __init__(self, query_dim, key_dim):
-        super().__init__()
-        self.weight = torch.randn(query_dim, key_dim) / query_dim ** 0.5
-
-    def forward(self, query, keys):
-        return query @ self.weight @ keys.transpose(1, 2)
-''',
-        message="bilinear.weight should be an nn.Parameter",
+        message="stack the steps on dim=1",
     ),
 ]

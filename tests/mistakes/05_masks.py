@@ -54,48 +54,61 @@ def padding_mask(lengths, max_length=None):
         message="padding_mask([2, 3, 1], max_length=2) did not raise ValueError",
     ),
     Mistake(
-        name="causal_upper_triangular",
-        cell="causal_mask",
+        name="decoder_queries_from_zero",
+        cell="decoder_mask",
         code='''
-def causal_mask(size):
-    if size < 1:
-        raise ValueError(f"size must be a positive integer, got {size}")
-    return torch.ones(size, size, dtype=torch.bool).triu()
+def decoder_mask(n_queries, n_keys, window=None):
+    if n_queries > n_keys or window == 0:
+        raise ValueError("n_queries must be at most n_keys, and window positive")
+    return torch.ones(n_queries, n_keys, dtype=torch.bool).tril()
+''',
+        message="it looks like you counted the queries from position 0",
+    ),
+    Mistake(
+        name="decoder_upper_triangular",
+        cell="decoder_mask",
+        code='''
+def decoder_mask(n_queries, n_keys, window=None):
+    if n_queries > n_keys or window == 0:
+        raise ValueError("n_queries must be at most n_keys, and window positive")
+    positions = torch.arange(n_keys - n_queries, n_keys)[:, None]
+    return torch.arange(n_keys)[None, :] >= positions
 ''',
         message="built an upper-triangular mask",
     ),
     Mistake(
-        name="causal_without_diagonal",
-        cell="causal_mask",
+        name="decoder_without_diagonal",
+        cell="decoder_mask",
         code='''
-def causal_mask(size):
-    if size < 1:
-        raise ValueError(f"size must be a positive integer, got {size}")
-    return torch.ones(size, size, dtype=torch.bool).tril(diagonal=-1)
+def decoder_mask(n_queries, n_keys, window=None):
+    if n_queries > n_keys or window == 0:
+        raise ValueError("n_queries must be at most n_keys, and window positive")
+    back = torch.arange(n_keys - n_queries, n_keys)[:, None] - torch.arange(n_keys)[None, :]
+    return (back > 0) if window is None else (back > 0) & (back <= window)
 ''',
         message="left out the diagonal",
     ),
     Mistake(
-        name="causal_inverted",
-        cell="causal_mask",
+        name="decoder_window_one_too_wide",
+        cell="decoder_mask",
         code='''
-def causal_mask(size):
-    if size < 1:
-        raise ValueError(f"size must be a positive integer, got {size}")
-    return torch.ones(size, size, dtype=torch.bool).triu(diagonal=1)
+def decoder_mask(n_queries, n_keys, window=None):
+    if n_queries > n_keys or window == 0:
+        raise ValueError("n_queries must be at most n_keys, and window positive")
+    back = torch.arange(n_keys - n_queries, n_keys)[:, None] - torch.arange(n_keys)[None, :]
+    return (back >= 0) if window is None else (back >= 0) & (back <= window)
 ''',
-        message="inverted the mask: True must mean may attend",
+        message="let each query see window + 1 keys",
     ),
     Mistake(
-        name="causal_float_mask",
-        cell="causal_mask",
+        name="decoder_more_queries_than_keys_accepted",
+        cell="decoder_mask",
         code='''
-def causal_mask(size):
-    if size < 1:
-        raise ValueError(f"size must be a positive integer, got {size}")
-    return torch.ones(size, size).tril()
+def decoder_mask(n_queries, n_keys, window=None):
+    back = torch.arange(n_keys - n_queries, n_keys)[:, None] - torch.arange(n_keys)[None, :]
+    return (back >= 0) if not window else (back >= 0) & (back < window)
 ''',
-        message="causal_mask(4) should be a boolean tensor",
+        message="decoder_mask(5, 3) did not raise ValueError",
     ),
     Mistake(
         name="softmax_nan_rows",

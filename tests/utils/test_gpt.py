@@ -6,7 +6,6 @@ import math
 import pytest
 import torch
 
-from course.bench import gpt as gpt_bench
 from utils import gpt, text
 from utils.transformer import rotate
 
@@ -130,29 +129,6 @@ def test_training_lowers_the_loss_on_the_corpus():
     assert gpt.evaluate(model, ids, batches=2, batch_size=4, length=17) < math.log(len(vocabulary))
 
 
-def test_bench_loads_the_lab_solution_and_reports_every_figure():
-    figures = gpt_bench.run(repeats=1, steps=30, student_steps=30)
-    assert set(figures) == {
-        "tiny_gpt_valid_loss",
-        "tiny_gpt_train_seconds",
-        "bigram_valid_loss",
-        "tiny_gpt_loss_positions_0_64",
-        "tiny_gpt_loss_positions_128_256",
-        "tiny_gpt_tokens_per_second_cached",
-        "tiny_gpt_tokens_per_second_recomputed",
-        "tiny_gpt_kv_cache_speedup",
-        "gqa_kv_cache_bytes_mha",
-        "gqa_kv_cache_bytes_gqa",
-        "gqa_kv_cache_ratio",
-        "student_gpt_train_seconds",
-        "student_gpt_valid_loss",
-        "student_gpt_gqa_valid_loss",
-    }
-    assert all(value > 0 for value in figures.values())
-    assert figures["gqa_kv_cache_ratio"] == 4
-    assert figures["gqa_kv_cache_bytes_mha"] == 2 * 512 * 256 * 4
-    assert figures["tiny_gpt_valid_loss"] < math.log(59)
-    assert figures["bigram_valid_loss"] == pytest.approx(2.43, abs=0.005)
 
 
 def test_bigram_loss_is_the_mean_surprise_of_add_one_counts():

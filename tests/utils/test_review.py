@@ -453,11 +453,12 @@ STUDENT_CELLS = {
         "    return torch.softmax(scores, dim=dim)\n",
         "log_softmax": "def log_softmax(scores, dim=-1):\n"
         "    return eval('scores.log_softmax(dim)')\n",
-        "softmax_with_temperature": "def softmax_with_temperature(scores, temperature, dim=-1):\n"
-        "    return getattr(torch, 'soft' + 'max')(scores / temperature, dim)\n",
+        "temperature_for_entropy": "def temperature_for_entropy(scores, target):\n"
+        "    return getattr(torch, 'soft' + 'max')(scores / target, -1)\n",
     },
     "05_masks": {
-        "causal_mask": "def causal_mask(size):\n    return torch._C\n",
+        "decoder_mask": "def decoder_mask(n_queries, n_keys, window=None):\n"
+        "    return torch._C\n",
         "masked_softmax": MASKED_SOFTMAX_BY_TORCH,
     },
 }

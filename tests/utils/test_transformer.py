@@ -3,7 +3,6 @@
 import pytest
 import torch
 
-from course.bench import transformer as transformer_bench
 from utils.transformer import (
     SEPARATOR,
     VOCAB_SIZE,
@@ -112,14 +111,3 @@ def test_training_lowers_the_loss_and_accuracy_is_a_rate():
     exact, per_digit = reversal_accuracy(model, tokens)
     assert 0.0 <= exact <= per_digit <= 1.0
     assert model.training  # reversal_accuracy restores the mode it found
-
-
-def test_bench_loads_the_lab_solution_and_reports_every_figure():
-    figures = transformer_bench.run(repeats=2, warmup=1, seeds=(0,))
-    assert {
-        "transformer_block_vs_torch_ratio",
-        "toy_lm_exact_match",
-        "toy_lm_train_seconds",
-    } <= set(figures)
-    assert all(value > 0 for value in figures.values())
-    assert figures["toy_lm_exact_match"] >= 0.95
