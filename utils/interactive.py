@@ -15,6 +15,7 @@ values as ordinary outputs, and no widget id: it reads the same where no kernel 
 
 from __future__ import annotations
 
+import functools
 import math
 
 import ipywidgets as widgets
@@ -199,6 +200,30 @@ def rope_score_by_offset(query, key, frequency, offsets) -> torch.Tensor:
     """Scores (len(offsets),) of a query pair at position o + offset against a key pair at o."""
     query, key = _vector(query, "query", 2), _vector(key, "key", 2)
     return torch.stack([rope_rotate(query, int(o), frequency) @ key for o in offsets])
+
+
+def rope_head_scores(query, key, offsets, base=10000.0) -> torch.Tensor:
+    """Scores (O,) of a whole head with RoPE: query (d,) at position m + offset, key (d,) at m."""
+    query = _vector(query, "query")
+    key = _vector(key, "key", len(query))
+    if len(query) % 2:
+        raise ValueError(f"query must have an even length (pairs of features), got {len(query)}")
+    offsets = _vector(offsets, "offsets")
+    size = len(query)
+    omega = validation.positive_number(base, "base") ** (
+        -torch.arange(0, size, 2, dtype=torch.float64) / size
+    )  # (d / 2,)
+    angles = torch.outer(offsets, omega)  # (O, d / 2)
+    (q0, q1), (k0, k1) = query.view(-1, 2).T, key.view(-1, 2).T  # (d / 2,) each
+    return torch.cos(angles) @ (q0 * k0 + q1 * k1) + torch.sin(angles) @ (q0 * k1 - q1 * k0)
+
+
+def first_offset_below(offsets, scores, level) -> int | None:
+    """The first of offsets (O,) whose score in scores (O,) is below level, or None."""
+    offsets = _vector(offsets, "offsets")
+    scores = _vector(scores, "scores", len(offsets))
+    below = (scores < level).nonzero()
+    return int(offsets[below[0, 0]]) if len(below) else None
 
 
 def online_softmax_trace(scores, values, chunk_size) -> list[dict[str, float]]:
@@ -389,6 +414,40 @@ def rope_view(position, pair_index, d=8, query=(1.0, 0.0), key=(1.0, 0.0)) -> tu
     right.set_title(f"ω_{pair_index} = {frequency:.3g} rad per position")
     readout = f"position {position}, pair {pair_index}: angle {position * frequency:.2f} rad, " + (
         f"score {current:.2f}"
+    )
+    return fig, readout
+
+
+ROPE_DECAY_OFFSETS = torch.arange(4097, dtype=torch.float64)  # offsets 0 .. 4096 of the view
+ROPE_USUAL_LOG10_BASE = 4.0  # base 10 000, as in RoFormer and the lecture
+
+
+@functools.lru_cache(maxsize=64)
+def _rope_decay_curve(d_head: int, log10_base: float) -> torch.Tensor:
+    """Scores (O,) of a key equal to its all-ones query, over the score at offset 0 (cached)."""
+    ones = torch.ones(d_head, dtype=torch.float64)
+    scores = rope_head_scores(ones, ones, ROPE_DECAY_OFFSETS, base=10.0**log10_base)  # (O,)
+    return scores / scores[0]
+
+
+def rope_decay_view(log10_base, d_head=64, far=512) -> tuple[plt.Figure, str]:
+    """A head's score of a key equal to its query against the offset, base 10^log10_base."""
+    d_head, log10_base = validation.positive_int(d_head, "d_head"), float(log10_base)
+    curves = {f"base 10^{exponent:g}": _rope_decay_curve(d_head, exponent)
+              for exponent in dict.fromkeys((ROPE_USUAL_LOG10_BASE, log10_base))}
+    shown = _rope_decay_curve(d_head, log10_base)
+    half = first_offset_below(ROPE_DECAY_OFFSETS, shown, 0.5)
+    fig = plots.plot_scores_by_offset(
+        ROPE_DECAY_OFFSETS, curves, ylabel="score / score at offset 0",
+        title=f"One head of {d_head} features, a key equal to its query",
+    )
+    if half is not None:
+        fig.axes[0].plot([half], [0.5], "o", color="black", markersize=4)
+    halves = f"halves by offset {half}" if half is not None else "never halves"
+    distant = shown[ROPE_DECAY_OFFSETS >= far]
+    readout = (
+        f"base 10^{log10_base:g}: the score {halves}; beyond offset {far}"
+        f" it swings from {distant.min():.2f} to {distant.max():.2f} of its offset-0 value"
     )
     return fig, readout
 

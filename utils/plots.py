@@ -14,6 +14,7 @@ from matplotlib.colors import Colormap
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Circle
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
 from utils import validation
 from utils.data import direction_name
@@ -508,4 +509,27 @@ def plot_gram_matrix(vectors, ax=None, title="Dot products between rows", label=
     ax.set_xlabel(f"{label} m")
     ax.set_ylabel(f"{label} p")
     ax.set_title(title)
+    return fig
+
+
+def plot_scores_by_offset(offsets, curves, ax=None, title="Score against offset", ylabel="score"):
+    """One line per {label: scores (O,)} of `curves` against offsets (O,), offsets > 0, log x."""
+    offsets = _check_vector(offsets, "offsets")
+    if not isinstance(curves, Mapping) or not curves:
+        raise ValueError(f"curves must be a non-empty mapping of label to scores, got {curves!r}")
+    fig, ax = _single_axes(ax, figsize=(6, 3.5))
+    positive = offsets > 0
+    for label, scores in curves.items():
+        scores = _check_vector(scores, f"curves[{label!r}]", len(offsets))
+        ax.plot(offsets[positive], scores[positive], label=str(label), linewidth=1.2)
+    ax.axhline(0.0, color="grey", linewidth=0.8)
+    ax.set_xscale("log")
+    largest = float(offsets[positive].max()) if positive.any() else 1.0
+    ax.xaxis.set_major_locator(FixedLocator([4.0**i for i in range(32) if 4.0**i <= largest]))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    ax.xaxis.set_minor_locator(NullLocator())  # plain powers of 4, and a cheaper redraw
+    ax.set_xlabel("offset of the query from the key (log scale)")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=8)
     return fig

@@ -37,7 +37,7 @@ def _inputs():
         ("06_seq2seq_attention", interactive.square_view, (3, *squares, weights)),
         ("07_multihead_attention", interactive.head_view,
          (torch.softmax(randn(4, 8, 8), -1), 2, list("abcdefgh"))),
-        ("08_transformer_block", interactive.rope_view, (5, 1)),
+        ("08_transformer_block", interactive.rope_decay_view, (4.5,)),
         ("09_attention_at_scale", interactive.online_softmax_view, (2, randn(16), randn(16), 4)),
         ("10_tiny_gpt", interactive.sampling_view,
          (3.0 * randn(59), [chr(32 + i) for i in range(59)], 1.0)),

@@ -38,5 +38,5 @@ def nbgrader(args, course_root, check=True, environment=None):
 def instructor(course_root, *args, **options):
     """Run `python -m course.instructor ARGS --root ROOT` as the Makefile does (options: run's)."""
     command = [sys.executable, "-m", "course.instructor", *args, "--root", str(course_root)]
-    return subprocess.run(command, capture_output=True, text=True, timeout=900,
-                          env=nbgrader_environment(), **options)
+    options = {"capture_output": True, "text": True, "timeout": 900, **options}
+    return subprocess.run(command, env=nbgrader_environment(), **options)

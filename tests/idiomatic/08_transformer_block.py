@@ -29,6 +29,26 @@ def attention(q, k, v, mask=None, causal=False, rope=False):
 ''',
     ),
     Variant(
+        name="attention_repairs_nan_of_empty_rows",
+        cell="attention",
+        code='''
+def attention(q, k, v, mask=None, causal=False, rope=False):
+    """q (N, h, Lq, d), k (N, h, Lk, d), v (N, h, Lk, d_v) -> context, weights (N, h, Lq, Lk)."""
+    lq, lk = q.shape[-2], k.shape[-2]
+    if lq > lk:
+        raise ValueError(f"Lq={lq} queries cannot be the last of Lk={lk} keys")
+    if rope:
+        q, k = apply_rope(q, start=lk - lq), apply_rope(k)
+    scores = torch.einsum("nhqd,nhkd->nhqk", q, k) / q.shape[-1] ** 0.5
+    allowed = torch.ones(lq, lk, dtype=torch.bool).tril(diagonal=lk - lq if causal else lk)
+    if mask is not None:
+        allowed = allowed & mask
+    weights = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)
+    weights = torch.where(torch.isnan(weights), torch.zeros_like(weights), weights)
+    return torch.einsum("nhqk,nhkv->nhqv", weights, v), weights
+''',
+    ),
+    Variant(
         name="block_with_super_input_extra_repr_and_helpers",
         cell="transformer_block",
         code='''

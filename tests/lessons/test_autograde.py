@@ -2,7 +2,7 @@
 
 For each lab, a scratch copy of the course is released with nbgrader, then one submission per
 case (solution, blank release, each catalogued mistake, each correct answer in another style) is
-autograded in a single nbgrader run.
+autograded in one run of the course's own `autograde`, on a worker per core, as an instructor's.
 """
 
 import re
@@ -12,8 +12,8 @@ import pytest
 from catalogue import ASSIGNMENTS, idiomatic, mistakes
 
 from course.build import notebooks, paths
+from course.build.nbgrader_run import instructor
 from course.build.submissions import (
-    autograde,
     autograded_scores,
     autograded_text,
     fill,
@@ -55,7 +55,8 @@ def graded(assignment, tmp_path_factory):
         for variant in idiomatic(assignment):
             submission = fill(release, {**answers, variant.cell: variant.code})
             submit(root, assignment, variant_student_id(variant), submission)
-        autograde(root, assignment)
+        result = instructor(root, "autograde", assignment, timeout=3600)
+        assert result.returncode == 0, f"{result.stdout[-5000:]}\n{result.stderr[-3000:]}"
         _GRADED[assignment] = (root, autograded_scores(root, assignment))
     return _GRADED[assignment]
 

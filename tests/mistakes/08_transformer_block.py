@@ -43,8 +43,10 @@ def attention(q, k, v, mask=None, causal=False, rope=False):
         allowed = allowed.tril(diagonal=lk - lq)
     if mask is not None:
         allowed = allowed & mask
-    weights = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)
-    weights = weights.nan_to_num(0.0)
+    scores = scores.masked_fill(~allowed, float("-inf"))
+    has_key = allowed.any(dim=-1, keepdim=True)
+    scores = scores.masked_fill(~has_key, 0.0)
+    weights = torch.softmax(scores, dim=-1).masked_fill(~allowed, 0.0)
     return weights @ v, weights
 '''
 
@@ -214,7 +216,9 @@ MISTAKES = [
     Mistake(
         name="attention_inverted_mask",
         cell="attention",
-        code=_with(_ATTENTION, "masked_fill(~allowed,", "masked_fill(allowed,"),
+        code=_with(_ATTENTION, 'masked_fill(~allowed, float("-inf"))',
+                   'masked_fill(allowed, float("-inf"))',
+                   "masked_fill(~allowed, 0.0)", "masked_fill(allowed, 0.0)"),
         message="is the mask inverted? Here True means *may attend*",
     ),
     Mistake(
@@ -232,8 +236,15 @@ MISTAKES = [
     Mistake(
         name="attention_fully_masked_rows_nan",
         cell="attention",
-        code=_with(_ATTENTION, """    weights = weights.nan_to_num(0.0)
-""", ""),
+        code=_with(_ATTENTION, """    has_key = allowed.any(dim=-1, keepdim=True)
+    scores = scores.masked_fill(~has_key, 0.0)
+""", "", ".masked_fill(~allowed, 0.0)", ""),
+        message="query 1, whose keys are all masked, has weights or a context that are not 0",
+    ),
+    Mistake(
+        name="attention_fully_masked_rows_uniform",
+        cell="attention",
+        code=_with(_ATTENTION, ".masked_fill(~allowed, 0.0)", ""),
         message="query 1, whose keys are all masked, has weights or a context that are not 0",
     ),
     Mistake(

@@ -78,6 +78,46 @@ def test_rope_scores_depend_on_the_offset_only():
     assert float(scores[0]) == pytest.approx(float(query @ key))
 
 
+def test_rope_head_scores_add_up_the_scores_of_every_pair():
+    query, key, offsets = randn(8), randn(8).flip(0), [0, 1, 5, 40]
+    scores = interactive.rope_head_scores(query, key, offsets, base=100.0)
+    by_pair = sum(
+        interactive.rope_score_by_offset(query[2 * i: 2 * i + 2], key[2 * i: 2 * i + 2],
+                                         interactive.rope_frequency(i, 8, base=100.0), offsets)
+        for i in range(4)
+    )
+    torch.testing.assert_close(scores, by_pair)
+    assert float(scores[0]) == pytest.approx(float(query @ key))
+
+
+def test_rope_head_scores_of_a_key_equal_to_the_query_are_a_sum_of_cosines():
+    ones, offsets = torch.ones(16, dtype=torch.float64), torch.arange(50.0)
+    omega = 10000.0 ** (-torch.arange(0, 16, 2, dtype=torch.float64) / 16)
+    expected = 2 * torch.cos(torch.outer(offsets.double(), omega)).sum(dim=1)
+    torch.testing.assert_close(interactive.rope_head_scores(ones, ones, offsets), expected)
+
+
+def test_first_offset_below_finds_the_first_crossing_or_none():
+    offsets, scores = [0, 1, 2, 3], [1.0, 0.7, 0.4, 0.6]
+    assert interactive.first_offset_below(offsets, scores, 0.5) == 2
+    assert interactive.first_offset_below(offsets, scores, 0.1) is None
+
+
+def test_rope_decay_view_reads_out_the_half_point_and_the_distant_swing():
+    fig, readout = interactive.rope_decay_view(4.0)
+    assert [text.get_text() for text in fig.axes[0].get_legend().get_texts()] == ["base 10^4"]
+    ones = torch.ones(64, dtype=torch.float64)
+    scores = interactive.rope_head_scores(ones, ones, interactive.ROPE_DECAY_OFFSETS)
+    relative = scores / scores[0]
+    half = interactive.first_offset_below(interactive.ROPE_DECAY_OFFSETS, relative, 0.5)
+    assert relative[:half].min() >= 0.5 > relative[half]
+    assert readout.startswith(f"base 10^4: the score halves by offset {half};")
+    _, small = interactive.rope_decay_view(1.0)
+    _, large = interactive.rope_decay_view(6.0)
+    halves = [int(r.split("offset ")[1].split(";")[0]) for r in (small, readout, large)]
+    assert halves == sorted(halves) and halves[0] < halves[2]
+
+
 def test_online_softmax_trace_ends_at_the_softmax_average():
     scores, values = randn(11), randn(11).flip(0)
     trace = interactive.online_softmax_trace(scores, values, chunk_size=4)
@@ -131,6 +171,10 @@ def test_characters_covering_counts_the_likeliest_entries():
         (lambda: interactive.rope_rotate([1.0, 0.0], 1.5, 0.1), "position"),
         (lambda: interactive.rope_frequency(4, 8), "pair_index"),
         (lambda: interactive.rope_frequency(0, 7), "d must be even"),
+        (lambda: interactive.rope_head_scores(randn(3), randn(3), [0]), "even length"),
+        (lambda: interactive.rope_head_scores(randn(4), randn(2), [0]), "key must have shape"),
+        (lambda: interactive.rope_head_scores(randn(4), randn(4), [0], base=0), "base"),
+        (lambda: interactive.first_offset_below([0, 1], [1.0], 0.5), "scores must have shape"),
         (lambda: interactive.online_softmax_trace([1.0, 2.0], [1.0], 1), "values must"),
         (lambda: interactive.online_softmax_trace([1.0, 2.0], [1.0, 2.0], 0), "chunk_size"),
         (lambda: interactive.show(lambda: None), "at least one control"),
@@ -151,6 +195,7 @@ VIEWS = [
     (interactive.square_view, (1, *SQUARES)),
     (interactive.head_view, (torch.softmax(randn(2, 3, 3), -1), 1, ["a", "b", "c"])),
     (interactive.rope_view, (3, 0)),
+    (interactive.rope_decay_view, (2.5,)),
     (interactive.online_softmax_view, (1, randn(9), randn(9), 4)),
     (interactive.sampling_view, (randn(5), ["a", "b", "\n", " ", "e"], 0.8, 3)),
 ]

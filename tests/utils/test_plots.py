@@ -395,3 +395,24 @@ def test_plot_gram_matrix_shows_the_dot_products():
     assert plot_gram_matrix(vectors, ax=ax) is fig
     with pytest.raises(ValueError, match="vectors"):
         plot_gram_matrix(torch.zeros(3))
+
+
+# plot_scores_by_offset (lecture 08's control)
+
+from utils.plots import plot_scores_by_offset  # noqa: E402
+
+
+def test_plot_scores_by_offset_draws_each_curve_on_positive_offsets():
+    offsets = np.arange(5.0)
+    fig = plot_scores_by_offset(offsets, {"a": offsets ** 2, "b": -offsets}, title="T")
+    (ax,) = fig.axes
+    assert_labelled(ax) and ax.get_xscale() == "log" and ax.get_title() == "T"
+    curves = [line for line in ax.lines if line.get_label() in ("a", "b")]
+    np.testing.assert_allclose(curves[0].get_xdata(), [1, 2, 3, 4])
+    np.testing.assert_allclose(curves[1].get_ydata(), [-1, -2, -3, -4])
+    fig, ax = plt.subplots()
+    assert plot_scores_by_offset(offsets, {"a": offsets}, ax=ax) is fig
+    with pytest.raises(ValueError, match="curves must be a non-empty mapping"):
+        plot_scores_by_offset(offsets, {})
+    with pytest.raises(ValueError, match=r"curves\['a'\] must have shape \(5,\)"):
+        plot_scores_by_offset(offsets, {"a": np.zeros(3)})
