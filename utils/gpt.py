@@ -18,7 +18,7 @@ from torch import nn
 
 from utils import text, validation
 from utils.training import evaluating, one_cycle_steps
-from utils.transformer import rotate
+from utils.transformer import masked_softmax, rotate
 
 
 class LayerCache:
@@ -48,8 +48,7 @@ class LayerCache:
 def masked_attention(query, keys, values, allowed):
     """Attention (N, h, Lq, d) over keys (N, h, Lk, d); allowed broadcasts to (N, h, Lq, Lk)."""
     scores = query @ keys.transpose(-2, -1) / math.sqrt(query.shape[-1])  # (N, h, Lq, Lk)
-    scores = torch.where(allowed, scores, float("-inf"))  # hidden keys score -inf
-    weights = torch.softmax(scores, dim=-1).nan_to_num(0.0)  # fully hidden rows: all zero
+    weights = masked_softmax(scores, allowed)  # hidden keys get 0, fully hidden rows all 0
     return weights @ values, weights  # (N, h, Lq, d), (N, h, Lq, Lk)
 
 
@@ -224,15 +223,21 @@ def first_token_weight(model, ids, n_windows=32, length=64, first_query=16,
     return on_first.mean(dim=(1, 3)), float(uniform)
 
 
+def next_token_probabilities(logits, temperature=1.0, top_k=None) -> torch.Tensor:
+    """What sampling draws from: softmax(logits (..., n_vocab) / T) over each row's top_k."""
+    scaled = logits / validation.positive_number(temperature, "temperature")  # (..., n_vocab)
+    if top_k is not None:
+        top_k = min(validation.positive_int(top_k, "top_k"), scaled.shape[-1])
+        kth = scaled.topk(top_k, dim=-1).values[..., -1:]  # (..., 1)
+        scaled = scaled.masked_fill(scaled < kth, float("-inf"))  # only the top_k can be drawn
+    return scaled.softmax(dim=-1)  # (..., n_vocab): -inf outside the top_k gives 0
+
+
 def sample_next(logits, temperature=1.0, top_k=None, generator=None) -> torch.Tensor:
     """Next ids (N,) drawn from softmax(logits (N, n_vocab) / T) over the top_k; T = 0: greedy."""
     if temperature == 0:
         return logits.argmax(dim=-1)
-    scaled = logits / validation.positive_number(temperature, "temperature")  # (N, n_vocab)
-    if top_k is not None:
-        kth = scaled.topk(validation.positive_int(top_k, "top_k"), dim=-1).values[:, -1:]
-        scaled = scaled.masked_fill(scaled < kth, float("-inf"))  # (N, n_vocab): top_k stay
-    probabilities = scaled.softmax(dim=-1)  # (N, n_vocab): -inf outside the top_k gives 0
+    probabilities = next_token_probabilities(logits, temperature, top_k)  # (N, n_vocab)
     return torch.multinomial(probabilities, 1, generator=generator)[:, 0]
 
 

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 from IPython.display import display
 
-from utils import plots, validation
+from utils import gpt, plots, transformer, validation
 
 # --------------------------------------------------------------------------- the pure functions
 
@@ -93,22 +93,6 @@ def bilinear_matrix(angle_degrees, scale=1.0) -> torch.Tensor:
     return torch.stack([query, torch.stack([-query[1], query[0]])], dim=1)  # columns: W e1, W e2
 
 
-def scaling_spread(d_k, n_keys=8, n_queries=512, seed=0) -> dict[str, float]:
-    """Spread of q·k and mean largest weight, unscaled and scaled, for random unit-variance q, k."""
-    d_k = validation.positive_int(d_k, "d_k")
-    n_keys = validation.positive_int(n_keys, "n_keys")
-    n_queries = validation.positive_int(n_queries, "n_queries")
-    generator = torch.Generator().manual_seed(validation.seed(seed))
-    queries = torch.randn(n_queries, d_k, generator=generator, dtype=torch.float64)
-    keys = torch.randn(n_keys, d_k, generator=generator, dtype=torch.float64)
-    scores = queries @ keys.T  # (n_queries, n_keys)
-    scaled = scores / math.sqrt(d_k)
-    return {
-        "score_std": float(scores.std()),
-        "scaled_std": float(scaled.std()),
-        "top_weight": float(torch.softmax(scores, dim=-1).amax(dim=-1).mean()),
-        "scaled_top_weight": float(torch.softmax(scaled, dim=-1).amax(dim=-1).mean()),
-    }
 
 
 SCALING_DIMENSIONS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
@@ -154,9 +138,7 @@ def padding_and_causal_mask(length, valid_keys, causal) -> torch.Tensor:
     if not isinstance(causal, bool):
         raise ValueError(f"causal must be True or False, got {causal!r}")
     mask = (torch.arange(length) < valid_keys).expand(length, length)  # (Lq, Lk)
-    if causal:
-        mask = mask & torch.ones(length, length, dtype=torch.bool).tril()
-    return mask
+    return mask & transformer.causal_mask(length) if causal else mask
 
 
 def masked_weights(scores, mask) -> torch.Tensor:
@@ -168,8 +150,7 @@ def masked_weights(scores, mask) -> torch.Tensor:
             f"mask must be a bool tensor of shape {tuple(scores.shape)}, got "
             f"{mask.dtype} {tuple(mask.shape)}"
         )
-    weights = torch.softmax(scores.masked_fill(~mask, -math.inf), dim=-1)  # NaN on empty rows
-    return weights.nan_to_num(0.0)
+    return transformer.masked_softmax(scores, mask)  # a fully masked row: all zeros
 
 
 def pick(items, index, name="index"):
@@ -177,29 +158,10 @@ def pick(items, index, name="index"):
     return items[_index(index, name, len(items))]
 
 
-def rope_rotate(pair, position, frequency) -> torch.Tensor:
-    """The 2-D pair (2,) rotated by the angle position * frequency (radians)."""
-    pair = _vector(pair, "pair", 2)
-    if isinstance(position, bool) or not isinstance(position, int):
-        raise ValueError(f"position must be an integer, got {position!r}")
-    angle = position * validation.positive_number(frequency, "frequency")
-    cos, sin = math.cos(angle), math.sin(angle)
-    return torch.stack([cos * pair[0] - sin * pair[1], sin * pair[0] + cos * pair[1]])
 
 
-def rope_frequency(pair_index, d, base=10000.0) -> float:
-    """ω_i = base^(-2i/d), the frequency of pair i of a d-dimensional rotary encoding."""
-    d = validation.positive_int(d, "d")
-    if d % 2:
-        raise ValueError(f"d must be even (coordinates come in pairs), got {d}")
-    pair_index = _index(pair_index, "pair_index", d // 2)
-    return validation.positive_number(base, "base") ** (-2 * pair_index / d)
 
 
-def rope_score_by_offset(query, key, frequency, offsets) -> torch.Tensor:
-    """Scores (len(offsets),) of a query pair at position o + offset against a key pair at o."""
-    query, key = _vector(query, "query", 2), _vector(key, "key", 2)
-    return torch.stack([rope_rotate(query, int(o), frequency) @ key for o in offsets])
 
 
 def rope_head_scores(query, key, offsets, base=10000.0) -> torch.Tensor:
@@ -209,10 +171,7 @@ def rope_head_scores(query, key, offsets, base=10000.0) -> torch.Tensor:
     if len(query) % 2:
         raise ValueError(f"query must have an even length (pairs of features), got {len(query)}")
     offsets = _vector(offsets, "offsets")
-    size = len(query)
-    omega = validation.positive_number(base, "base") ** (
-        -torch.arange(0, size, 2, dtype=torch.float64) / size
-    )  # (d / 2,)
+    omega = transformer.rope_frequencies(len(query), base, torch.float64)  # (d / 2,)
     angles = torch.outer(offsets, omega)  # (O, d / 2)
     (q0, q1), (k0, k1) = query.view(-1, 2).T, key.view(-1, 2).T  # (d / 2,) each
     return torch.cos(angles) @ (q0 * k0 + q1 * k1) + torch.sin(angles) @ (q0 * k1 - q1 * k0)
@@ -253,14 +212,8 @@ def online_softmax_trace(scores, values, chunk_size) -> list[dict[str, float]]:
 
 
 def sampling_distribution(logits, temperature, top_k=None) -> torch.Tensor:
-    """The distribution (V,) that sampling draws from: softmax(logits / T) over the top_k."""
-    logits = _vector(logits, "logits")
-    scaled = logits / validation.positive_number(temperature, "temperature")  # (V,)
-    if top_k is not None:
-        top_k = validation.positive_int(top_k, "top_k")
-        kth = scaled.sort(descending=True).values[min(top_k, len(scaled)) - 1]
-        scaled = scaled.masked_fill(scaled < kth, -math.inf)  # only the top_k can be drawn
-    return torch.softmax(scaled, dim=0)
+    """The distribution (V,) that generation draws from (utils.gpt.next_token_probabilities)."""
+    return gpt.next_token_probabilities(_vector(logits, "logits"), temperature, top_k)
 
 
 def characters_covering(probabilities, share) -> int:
@@ -309,25 +262,6 @@ def bilinear_view(angle_degrees, query, keys, scale=1.0) -> tuple[plt.Figure, st
     return fig, f"W turns the keys by {angle_degrees:.0f} degrees: weights {shown}"
 
 
-def scaling_view(d_k) -> tuple[plt.Figure, str]:
-    """Score spread and mean largest weight of random vectors of size d_k, unscaled and scaled."""
-    spread = scaling_spread(d_k)
-    fig, (left, right) = plt.subplots(1, 2, figsize=(8, 3), layout="constrained")
-    left.bar(["q·k", "q·k / √d_k"], [spread["score_std"], spread["scaled_std"]],
-             color=["C3", "C0"])
-    left.set_ylabel("standard deviation of the scores")
-    left.set_title(f"d_k = {d_k}")
-    right.bar(["q·k", "q·k / √d_k"], [spread["top_weight"], spread["scaled_top_weight"]],
-              color=["C3", "C0"])
-    right.set_ylim(0, 1)
-    right.set_ylabel("mean largest weight (8 keys)")
-    right.set_title("saturation")
-    readout = (
-        f"d_k = {d_k}: score spread {spread['score_std']:.1f} unscaled, "
-        f"{spread['scaled_std']:.1f} scaled; largest weight {spread['top_weight']:.2f} "
-        f"unscaled, {spread['scaled_top_weight']:.2f} scaled"
-    )
-    return fig, readout
 
 
 def divisor_view(exponent) -> tuple[plt.Figure, str]:
@@ -397,25 +331,6 @@ def head_view(weights, head, tokens=None, query=0) -> tuple[plt.Figure, str]:
     return fig, f"head {head}, weights of query {names[query]!r}: {shown}"
 
 
-def rope_view(position, pair_index, d=8, query=(1.0, 0.0), key=(1.0, 0.0)) -> tuple:
-    """A query pair rotated to `position` (left), and the score against offset (right)."""
-    frequency = rope_frequency(pair_index, d)
-    rotated = rope_rotate(query, position, frequency)
-    offsets = list(range(-16, 17))
-    scores = rope_score_by_offset(query, key, frequency, offsets)
-    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 4), layout="constrained")
-    plots.plot_query_keys(rotated, torch.as_tensor([key], dtype=torch.float64), ax=left,
-                          title=f"pair {pair_index} at position {position}", key_labels=["k"])
-    right.plot(offsets, scores.numpy(), marker=".", color="C0")
-    current = float(rope_score_by_offset(query, key, frequency, [position])[0])
-    right.plot([position], [current], "o", color="C3")
-    right.set_xlabel("offset of the query from the key")
-    right.set_ylabel("score")
-    right.set_title(f"ω_{pair_index} = {frequency:.3g} rad per position")
-    readout = f"position {position}, pair {pair_index}: angle {position * frequency:.2f} rad, " + (
-        f"score {current:.2f}"
-    )
-    return fig, readout
 
 
 ROPE_DECAY_OFFSETS = torch.arange(4097, dtype=torch.float64)  # offsets 0 .. 4096 of the view

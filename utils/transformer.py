@@ -42,10 +42,25 @@ def causal_mask(length) -> torch.Tensor:
     return torch.ones(length, length, dtype=torch.bool).tril()
 
 
+def rope_frequencies(d_head, base=10000.0, dtype=torch.float32) -> torch.Tensor:
+    """omega_i = base^(-2i / d_head) (d_head / 2,): the turn per position of each pair of RoPE."""
+    d_head = validation.positive_int(d_head, "d_head")
+    if d_head % 2:
+        raise ValueError(f"d_head must be even (RoPE turns pairs of features), got {d_head}")
+    base = validation.positive_number(base, "base")
+    return base ** (-torch.arange(0, d_head, 2, dtype=dtype) / d_head)
+
+
+def masked_softmax(scores, allowed) -> torch.Tensor:
+    """Softmax of scores (..., Lk) over the keys `allowed` (broadcast) keeps; empty rows all 0."""
+    weights = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)
+    return weights.nan_to_num(0.0)  # a row with no allowed key: 0 / 0 gave NaN, now all zeros
+
+
 def rotate(x, base=10000.0, start=0) -> torch.Tensor:
     """RoPE on x (..., L, d_head) at positions p = start, start + 1, ...: pair i turned by p w_i."""
     *_, length, d_head = x.shape
-    omega = base ** (-torch.arange(0, d_head, 2, dtype=torch.float32) / d_head)  # (d_head / 2,)
+    omega = rope_frequencies(d_head, base)  # (d_head / 2,)
     angles = torch.outer(torch.arange(length, dtype=torch.float32) + start, omega)  # (L, d/2)
     turn = torch.polar(torch.ones_like(angles), angles)  # (L, d_head / 2): e^(i p omega_i)
     pairs = torch.view_as_complex(x.float().unflatten(-1, (d_head // 2, 2)).contiguous())

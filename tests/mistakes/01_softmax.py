@@ -1,6 +1,24 @@
 """Typical mistakes in lab 01: each must lose points and show the message that names it."""
 
 from course.build.submissions import Mistake
+from course.build.submissions import with_replacements as _with
+
+# The correct answer of exercise 3; each of its mistakes below changes one part of it.
+_TEMPERATURE = '''
+def temperature_for_entropy(scores, target, steps=100):
+    if scores.shape[-1] < 2 or not 0 < target < math.log(scores.shape[-1]):
+        raise ValueError(f"target must be between 0 and ln L, got {target}")
+    spread = scores.amax(dim=-1, keepdim=True) - scores.amin(dim=-1, keepdim=True)
+    cold, hot = spread * 1e-6, spread * 1e6
+    for _ in range(steps):
+        middle = (cold * hot).sqrt()
+        weights = softmax(scores / middle, dim=-1)
+        entropy = -torch.xlogy(weights, weights).sum(dim=-1, keepdim=True)
+        too_hot = entropy > target
+        hot = torch.where(too_hot, middle, hot)
+        cold = torch.where(too_hot, cold, middle)
+    return (cold * hot).sqrt()
+'''
 
 MISTAKES = [
     Mistake(
@@ -96,61 +114,24 @@ def log_softmax(scores, dim=-1):
     Mistake(
         name="temperature_bounds_swapped",
         cell="temperature_for_entropy",
-        code='''
-def temperature_for_entropy(scores, target, steps=100):
-    if scores.shape[-1] < 2 or not 0 < target < math.log(scores.shape[-1]):
-        raise ValueError(f"target must be between 0 and ln L, got {target}")
-    spread = scores.amax(dim=-1, keepdim=True) - scores.amin(dim=-1, keepdim=True)
-    cold, hot = spread * 1e-6, spread * 1e6
-    for _ in range(steps):
-        middle = (cold * hot).sqrt()
-        weights = softmax(scores / middle, dim=-1)
-        entropy = -torch.xlogy(weights, weights).sum(dim=-1, keepdim=True)
-        too_hot = entropy > target
-        cold = torch.where(too_hot, middle, cold)
-        hot = torch.where(too_hot, hot, middle)
-    return (cold * hot).sqrt()
-''',
+        code=_with(_TEMPERATURE,
+                   "hot = torch.where(too_hot, middle, hot)",
+                   "hot = torch.where(too_hot, hot, middle)",
+                   "cold = torch.where(too_hot, cold, middle)",
+                   "cold = torch.where(too_hot, middle, cold)"),
         message="the entropy grows with T",
     ),
     Mistake(
         name="temperature_inverse_returned",
         cell="temperature_for_entropy",
-        code='''
-def temperature_for_entropy(scores, target, steps=100):
-    if scores.shape[-1] < 2 or not 0 < target < math.log(scores.shape[-1]):
-        raise ValueError(f"target must be between 0 and ln L, got {target}")
-    spread = scores.amax(dim=-1, keepdim=True) - scores.amin(dim=-1, keepdim=True)
-    cold, hot = spread * 1e-6, spread * 1e6
-    for _ in range(steps):
-        middle = (cold * hot).sqrt()
-        weights = softmax(scores / middle, dim=-1)
-        entropy = -torch.xlogy(weights, weights).sum(dim=-1, keepdim=True)
-        too_hot = entropy > target
-        hot = torch.where(too_hot, middle, hot)
-        cold = torch.where(too_hot, cold, middle)
-    return 1 / (cold * hot).sqrt()
-''',
+        code=_with(_TEMPERATURE, "return (cold * hot).sqrt()", "return 1 / (cold * hot).sqrt()"),
         message="it looks like you returned the inverse temperature",
     ),
     Mistake(
         name="temperature_last_dimension_dropped",
         cell="temperature_for_entropy",
-        code='''
-def temperature_for_entropy(scores, target, steps=100):
-    if scores.shape[-1] < 2 or not 0 < target < math.log(scores.shape[-1]):
-        raise ValueError(f"target must be between 0 and ln L, got {target}")
-    spread = scores.amax(dim=-1, keepdim=True) - scores.amin(dim=-1, keepdim=True)
-    cold, hot = spread * 1e-6, spread * 1e6
-    for _ in range(steps):
-        middle = (cold * hot).sqrt()
-        weights = softmax(scores / middle, dim=-1)
-        entropy = -torch.xlogy(weights, weights).sum(dim=-1, keepdim=True)
-        too_hot = entropy > target
-        hot = torch.where(too_hot, middle, hot)
-        cold = torch.where(too_hot, cold, middle)
-    return (cold * hot).sqrt().squeeze(-1)
-''',
+        code=_with(_TEMPERATURE, "return (cold * hot).sqrt()",
+                   "return (cold * hot).sqrt().squeeze(-1)"),
         message="its last dimension kept (size 1)",
     ),
     Mistake(
@@ -177,19 +158,9 @@ def temperature_for_entropy(scores, target, steps=100):
     Mistake(
         name="temperature_target_not_checked",
         cell="temperature_for_entropy",
-        code='''
-def temperature_for_entropy(scores, target, steps=100):
-    spread = scores.amax(dim=-1, keepdim=True) - scores.amin(dim=-1, keepdim=True)
-    cold, hot = spread * 1e-6, spread * 1e6
-    for _ in range(steps):
-        middle = (cold * hot).sqrt()
-        weights = softmax(scores / middle, dim=-1)
-        entropy = -torch.xlogy(weights, weights).sum(dim=-1, keepdim=True)
-        too_hot = entropy > target
-        hot = torch.where(too_hot, middle, hot)
-        cold = torch.where(too_hot, cold, middle)
-    return (cold * hot).sqrt()
-''',
+        code=_with(_TEMPERATURE, "    if scores.shape[-1] < 2 or not 0 < target < math.log("
+                   "scores.shape[-1]):\n        raise ValueError(f\"target must be between 0 "
+                   "and ln L, got {target}\")\n", ""),
         message="did not raise ValueError",
     ),
 ]

@@ -1,5 +1,4 @@
-"""Tests for utils.text (the corpus and its characters), utils.gpt (lesson 10's tiny GPT) and the
-lesson's bench."""
+"""Tests for utils.text (the corpus and its characters) and utils.gpt (lesson 10's tiny GPT)."""
 
 import math
 

@@ -9,7 +9,8 @@ import torch
 import torch.nn.functional as F
 from matplotlib.figure import Figure
 
-from utils import interactive
+from utils import gpt, interactive
+from utils.transformer import rotate
 
 matplotlib.use("Agg")
 GENERATOR_SEED = 0
@@ -47,10 +48,6 @@ def test_bilinear_matrix_turns_and_stretches():
     torch.testing.assert_close(interactive.bilinear_matrix(0), torch.eye(2).double())
 
 
-def test_scaling_spread_keeps_the_scaled_scores_near_one_and_unsaturated():
-    small, large = interactive.scaling_spread(4), interactive.scaling_spread(256)
-    assert 0.8 < small["scaled_std"] < 1.2 and 0.8 < large["scaled_std"] < 1.2
-    assert large["score_std"] > 12 and large["top_weight"] > 0.9 > large["scaled_top_weight"]
 
 
 def test_masked_weights_match_pytorch_and_zero_a_fully_masked_row():
@@ -64,30 +61,24 @@ def test_masked_weights_match_pytorch_and_zero_a_fully_masked_row():
     assert empty.eq(0).all()
 
 
-def test_rope_scores_depend_on_the_offset_only():
-    query, key = torch.tensor([0.6, 0.8]).double(), torch.tensor([1.0, -0.5]).double()
-    frequency = interactive.rope_frequency(1, d=8)
-    assert frequency == pytest.approx(10000 ** (-2 / 8))
-    for offset in (-3, 0, 5):
-        at_zero = interactive.rope_rotate(query, offset, frequency) @ key
-        later = interactive.rope_rotate(query, offset + 7, frequency) @ (
-            interactive.rope_rotate(key, 7, frequency)
-        )
-        assert float(at_zero) == pytest.approx(float(later))
-    scores = interactive.rope_score_by_offset(query, key, frequency, [0, 1])
-    assert float(scores[0]) == pytest.approx(float(query @ key))
 
 
-def test_rope_head_scores_add_up_the_scores_of_every_pair():
+def test_rope_head_scores_add_up_the_turned_pairs_and_depend_on_the_offset_only():
     query, key, offsets = randn(8), randn(8).flip(0), [0, 1, 5, 40]
     scores = interactive.rope_head_scores(query, key, offsets, base=100.0)
-    by_pair = sum(
-        interactive.rope_score_by_offset(query[2 * i: 2 * i + 2], key[2 * i: 2 * i + 2],
-                                         interactive.rope_frequency(i, 8, base=100.0), offsets)
-        for i in range(4)
-    )
-    torch.testing.assert_close(scores, by_pair)
+    for offset, score in zip(offsets, scores.tolist(), strict=True):
+        for start in (0, 7):  # the key at `start`, the query `offset` positions later
+            turned_query = rotate(query.view(1, 8), base=100.0, start=start + offset).double()
+            turned_key = rotate(key.view(1, 8), base=100.0, start=start).double()
+            assert float(turned_query @ turned_key.T) == pytest.approx(score, abs=1e-5)
     assert float(scores[0]) == pytest.approx(float(query @ key))
+
+
+def test_the_sampling_control_draws_what_generation_samples_from():
+    logits = randn(7)
+    expected = gpt.next_token_probabilities(logits[None], 0.7, top_k=3)[0]
+    torch.testing.assert_close(interactive.sampling_distribution(logits, 0.7, top_k=3), expected)
+    assert int((expected > 0).sum()) == 3
 
 
 def test_rope_head_scores_of_a_key_equal_to_the_query_are_a_sum_of_cosines():
@@ -163,14 +154,10 @@ def test_characters_covering_counts_the_likeliest_entries():
         (lambda: interactive.query_at_angle("north"), "angle_degrees"),
         (lambda: interactive.attend_one([1.0, 0.0], randn(3, 3), randn(3, 2)), "keys"),
         (lambda: interactive.attend_one([1.0, 0.0], randn(3, 2), randn(2, 2)), "values must"),
-        (lambda: interactive.scaling_spread(0), "d_k"),
         (lambda: interactive.padding_and_causal_mask(4, 5, False), "valid_keys"),
         (lambda: interactive.padding_and_causal_mask(4, 2, "yes"), "causal"),
         (lambda: interactive.masked_weights(randn(2, 3), torch.ones(3, 2).bool()), "mask"),
         (lambda: interactive.pick([1, 2], 2), "index must be an integer from 0 to 1"),
-        (lambda: interactive.rope_rotate([1.0, 0.0], 1.5, 0.1), "position"),
-        (lambda: interactive.rope_frequency(4, 8), "pair_index"),
-        (lambda: interactive.rope_frequency(0, 7), "d must be even"),
         (lambda: interactive.rope_head_scores(randn(3), randn(3), [0]), "even length"),
         (lambda: interactive.rope_head_scores(randn(4), randn(2), [0]), "key must have shape"),
         (lambda: interactive.rope_head_scores(randn(4), randn(4), [0], base=0), "base"),
@@ -189,12 +176,10 @@ SQUARES = [randn(3, 2, 2), randn(3, 2, 2), randn(3, 2, 2), torch.full((3, 2, 2),
 VIEWS = [
     (interactive.temperature_view, ([3.0, 1.0, 0.2], 0.5)),
     (interactive.query_view, (45, randn(3, 2), randn(3, 2))),
-    (interactive.scaling_view, (16,)),
     (interactive.bilinear_view, (30, [1.0, 0.0], randn(3, 2))),
     (interactive.mask_view, (randn(4, 4), 2, True)),
     (interactive.square_view, (1, *SQUARES)),
     (interactive.head_view, (torch.softmax(randn(2, 3, 3), -1), 1, ["a", "b", "c"])),
-    (interactive.rope_view, (3, 0)),
     (interactive.rope_decay_view, (2.5,)),
     (interactive.online_softmax_view, (1, randn(9), randn(9), 4)),
     (interactive.sampling_view, (randn(5), ["a", "b", "\n", " ", "e"], 0.8, 3)),

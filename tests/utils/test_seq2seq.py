@@ -1,4 +1,4 @@
-"""Tests for utils.seq2seq, utils.recipe, lecture 06's plain encoder-decoder and its bench."""
+"""Tests for utils.seq2seq, utils.recipe and lecture 06's plain encoder-decoder."""
 
 import ast
 from dataclasses import replace

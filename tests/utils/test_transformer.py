@@ -1,8 +1,11 @@
-"""Tests for utils.transformer (digit-reversal data, tiny causal model) and its lesson bench."""
+"""Tests for utils.transformer: digit-reversal data, the tiny causal model, RoPE and masks."""
+
+import math
 
 import pytest
 import torch
 
+from utils import transformer
 from utils.transformer import (
     SEPARATOR,
     VOCAB_SIZE,
@@ -111,3 +114,24 @@ def test_training_lowers_the_loss_and_accuracy_is_a_rate():
     exact, per_digit = reversal_accuracy(model, tokens)
     assert 0.0 <= exact <= per_digit <= 1.0
     assert model.training  # reversal_accuracy restores the mode it found
+
+
+def test_rope_frequencies_are_one_home_for_every_rotation():
+    omega = transformer.rope_frequencies(8, base=100.0, dtype=torch.float64)
+    torch.testing.assert_close(omega, torch.tensor([1.0, 100 ** -0.25, 100 ** -0.5, 100 ** -0.75],
+                                                   dtype=torch.float64))
+    pair = torch.tensor([[1.0, 0.0] * 4])  # (1, 8): each pair at angle 0
+    turned = transformer.rotate(pair, base=100.0, start=1)  # position 1: pair i turned by omega_i
+    torch.testing.assert_close(turned[0, 0::2], omega.float().cos())
+    with pytest.raises(ValueError, match="d_head must be even"):
+        transformer.rope_frequencies(7)
+    with pytest.raises(ValueError, match="base"):
+        transformer.rope_frequencies(8, base=0)
+
+
+def test_masked_softmax_gives_hidden_keys_and_empty_rows_zero():
+    scores = torch.tensor([[1.0, 2.0, 3.0], [1.0, 2.0, 3.0]])
+    allowed = torch.tensor([[True, False, True], [False, False, False]])
+    weights = transformer.masked_softmax(scores, allowed)
+    torch.testing.assert_close(weights[0], torch.softmax(torch.tensor([1.0, -math.inf, 3.0]), 0))
+    assert weights[1].eq(0).all()
