@@ -327,8 +327,6 @@ WARM_UP_POINTS = 2
 # more than its lecture (the general, offset or streaming form) and then leave this set: the test
 # fails for an exercise listed here that no longer restates a lecture.
 KNOWN_RESTATEMENTS = {
-    ("03_scaled_dot_product", "scaled_dot_product_attention"): 0.53,
-    ("06_seq2seq_attention", "seq2seq_with_attention"): 0.53,
 }
 
 

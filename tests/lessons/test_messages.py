@@ -8,7 +8,7 @@ from course.build import notebooks, paths
 from course.build.submissions import fill, solution_cells
 
 LAB = "01_softmax"
-SHOWN = ["naive_softmax_overflows", "softmax_ignores_dim", "temperature_multiplies"]
+SHOWN = ["naive_softmax_overflows", "softmax_ignores_dim", "temperature_inverse_returned"]
 
 
 @pytest.mark.parametrize("name", SHOWN)

@@ -1,13 +1,30 @@
 """Typical mistakes in lab 03: each must lose points and show the message that names it."""
 
 from course.build.submissions import Mistake
+from course.build.submissions import with_replacements as _with
+
+# The correct answer; each mistake about `scale` and additive masks below changes one part of it.
+_ATTENTION = '''
+def scaled_dot_product_attention(query, keys, values, mask=None, scale=None):
+    if mask is not None and not (mask.dtype == torch.bool or mask.is_floating_point()):
+        raise ValueError(f"mask must be boolean or float, got dtype {mask.dtype}")
+    if scale is None:
+        scale = 1 / math.sqrt(query.shape[-1])
+    scores = query @ keys.transpose(-2, -1) * scale
+    if mask is not None and mask.dtype == torch.bool:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    elif mask is not None:
+        scores = scores + mask
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ values, weights
+'''
 
 MISTAKES = [
     Mistake(
         name="no_scaling",
         cell="scaled_dot_product_attention",
         code='''
-def scaled_dot_product_attention(query, keys, values, mask=None):
+def scaled_dot_product_attention(query, keys, values, mask=None, scale=None):
     scores = query @ keys.transpose(-2, -1)
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
@@ -20,7 +37,7 @@ def scaled_dot_product_attention(query, keys, values, mask=None):
         name="scaled_by_d_k",
         cell="scaled_dot_product_attention",
         code='''
-def scaled_dot_product_attention(query, keys, values, mask=None):
+def scaled_dot_product_attention(query, keys, values, mask=None, scale=None):
     scores = query @ keys.transpose(-2, -1) / query.shape[-1]
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
@@ -33,7 +50,7 @@ def scaled_dot_product_attention(query, keys, values, mask=None):
         name="scaled_by_sequence_length",
         cell="scaled_dot_product_attention",
         code='''
-def scaled_dot_product_attention(query, keys, values, mask=None):
+def scaled_dot_product_attention(query, keys, values, mask=None, scale=None):
     scores = query @ keys.transpose(-2, -1) / keys.shape[-2]
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
@@ -46,7 +63,7 @@ def scaled_dot_product_attention(query, keys, values, mask=None):
         name="scaled_by_value_size",
         cell="scaled_dot_product_attention",
         code='''
-def scaled_dot_product_attention(query, keys, values, mask=None):
+def scaled_dot_product_attention(query, keys, values, mask=None, scale=None):
     scores = query @ keys.transpose(-2, -1) / math.sqrt(values.shape[-1])
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
@@ -59,7 +76,7 @@ def scaled_dot_product_attention(query, keys, values, mask=None):
         name="scaled_by_first_dimension",
         cell="scaled_dot_product_attention",
         code='''
-def scaled_dot_product_attention(query, keys, values, mask=None):
+def scaled_dot_product_attention(query, keys, values, mask=None, scale=None):
     scores = query @ keys.transpose(-2, -1) / math.sqrt(query.shape[0])
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
@@ -72,7 +89,7 @@ def scaled_dot_product_attention(query, keys, values, mask=None):
         name="mask_inverted",
         cell="scaled_dot_product_attention",
         code='''
-def scaled_dot_product_attention(query, keys, values, mask=None):
+def scaled_dot_product_attention(query, keys, values, mask=None, scale=None):
     scores = query @ keys.transpose(-2, -1) / math.sqrt(query.shape[-1])
     if mask is not None:
         scores = scores.masked_fill(mask, float("-inf"))
@@ -85,7 +102,7 @@ def scaled_dot_product_attention(query, keys, values, mask=None):
         name="mask_ignored",
         cell="scaled_dot_product_attention",
         code='''
-def scaled_dot_product_attention(query, keys, values, mask=None):
+def scaled_dot_product_attention(query, keys, values, mask=None, scale=None):
     scores = query @ keys.transpose(-2, -1) / math.sqrt(query.shape[-1])
     weights = torch.softmax(scores, dim=-1)
     return weights @ values, weights
@@ -96,7 +113,7 @@ def scaled_dot_product_attention(query, keys, values, mask=None):
         name="mask_applied_after_softmax",
         cell="scaled_dot_product_attention",
         code='''
-def scaled_dot_product_attention(query, keys, values, mask=None):
+def scaled_dot_product_attention(query, keys, values, mask=None, scale=None):
     scores = query @ keys.transpose(-2, -1) / math.sqrt(query.shape[-1])
     weights = torch.softmax(scores, dim=-1)
     if mask is not None:
@@ -109,7 +126,7 @@ def scaled_dot_product_attention(query, keys, values, mask=None):
         name="softmax_over_queries",
         cell="scaled_dot_product_attention",
         code='''
-def scaled_dot_product_attention(query, keys, values, mask=None):
+def scaled_dot_product_attention(query, keys, values, mask=None, scale=None):
     scores = query @ keys.transpose(-2, -1) / math.sqrt(query.shape[-1])
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
@@ -122,7 +139,7 @@ def scaled_dot_product_attention(query, keys, values, mask=None):
         name="context_from_keys",
         cell="scaled_dot_product_attention",
         code='''
-def scaled_dot_product_attention(query, keys, values, mask=None):
+def scaled_dot_product_attention(query, keys, values, mask=None, scale=None):
     scores = query @ keys.transpose(-2, -1) / math.sqrt(query.shape[-1])
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
@@ -135,7 +152,7 @@ def scaled_dot_product_attention(query, keys, values, mask=None):
         name="only_three_dimensions",
         cell="scaled_dot_product_attention",
         code='''
-def scaled_dot_product_attention(query, keys, values, mask=None):
+def scaled_dot_product_attention(query, keys, values, mask=None, scale=None):
     scores = torch.bmm(query, keys.transpose(1, 2)) / math.sqrt(query.shape[-1])
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
@@ -143,5 +160,47 @@ def scaled_dot_product_attention(query, keys, values, mask=None):
     return torch.bmm(weights, values), weights
 ''',
         message="torch.bmm only takes 3-D tensors",
+    ),
+    Mistake(
+        name="scale_ignored",
+        cell="scaled_dot_product_attention",
+        code=_with(_ATTENTION, "keys.transpose(-2, -1) * scale",
+                   "keys.transpose(-2, -1) / math.sqrt(query.shape[-1])"),
+        message="it looks like you ignored `scale`",
+    ),
+    Mistake(
+        name="scale_divides",
+        cell="scaled_dot_product_attention",
+        code=_with(_ATTENTION, "scale = 1 / math.sqrt(query.shape[-1])",
+                   "scale = math.sqrt(query.shape[-1])", "* scale", "/ scale"),
+        message="it looks like you divided the scores by `scale` instead of multiplying them",
+    ),
+    Mistake(
+        name="additive_mask_read_as_boolean",
+        cell="scaled_dot_product_attention",
+        code=_with(_ATTENTION, "if mask is not None and mask.dtype == torch.bool:",
+                   "if mask is not None:", "~mask,", "~mask.bool(),"),
+        message="it looks like you read the additive mask as a boolean one",
+    ),
+    Mistake(
+        name="additive_mask_not_handled",
+        cell="scaled_dot_product_attention",
+        code=_with(_ATTENTION, "if mask is not None and mask.dtype == torch.bool:",
+                   "if mask is not None:"),
+        message="failed on a float mask",
+    ),
+    Mistake(
+        name="additive_mask_hides_nonzero",
+        cell="scaled_dot_product_attention",
+        code=_with(_ATTENTION, "        scores = scores + mask\n",
+                   "        scores = scores.masked_fill(mask != 0, float(\"-inf\"))\n"),
+        message="hid the keys where the float mask is not 0",
+    ),
+    Mistake(
+        name="integer_mask_added",
+        cell="scaled_dot_product_attention",
+        code=_with(_ATTENTION, "not (mask.dtype == torch.bool or mask.is_floating_point())",
+                   "mask.dim() > 4"),
+        message="did not raise ValueError",
     ),
 ]

@@ -1,6 +1,6 @@
 """Typical mistakes in lab 06: each must lose points and show the message that names it."""
 
-from course.build.submissions import Mistake
+from course.build.submissions import Mistake, with_replacements
 
 ATTENTION_HEAD = '''
 class Attention(nn.Module):
@@ -33,7 +33,7 @@ class Seq2SeqWithAttention(nn.Module):
         self.target_len = target_len
         self.teacher_forcing = teacher_forcing
 
-    def forward(self, source, target=None, mask=None):
+    def forward(self, source, target=None, mask=None, target_lengths=None):
 '''
 
 
@@ -47,15 +47,38 @@ def decoder(body):
     return DECODER_HEAD + body
 
 
-def seq2seq(body):
-    """A whole Seq2SeqWithAttention cell whose forward runs `body`."""
-    return SEQ2SEQ_HEAD + body
+def seq2seq(*replacements):
+    """A whole Seq2SeqWithAttention cell: the right forward with each (old, new) pair replaced."""
+    return SEQ2SEQ_HEAD + with_replacements(SEQ2SEQ_BODY, *replacements)
 
 
-SEQ2SEQ_LOOP_START = '''
+SEQ2SEQ_BODY = '''
+        n, length, _ = source.shape
+        if mask is None:
+            mask = torch.ones(n, 1, length, dtype=torch.bool)
+        if target_lengths is None:
+            target_lengths = torch.full((n,), self.target_len)
+        decoding = torch.arange(self.target_len) < target_lengths[:, None]
+        step_masks = decoding.unsqueeze(-1) & mask
         states, hidden = self.encoder(source, mask)
         x = last_step(source, mask)
         predictions, weights = [], []
+        for step in range(self.target_len):
+            step_mask = step_masks[:, step:step + 1]
+            prediction, hidden, step_weights = self.decoder(x, hidden, states, step_mask)
+            predictions.append(prediction)
+            weights.append(step_weights)
+            x = prediction
+            if self.training and target is not None:
+                forced = torch.rand(n, 1, 1) < self.teacher_forcing
+                x = torch.where(forced, target[:, step:step + 1], prediction)
+        predictions = torch.cat(predictions, dim=1).masked_fill(~decoding.unsqueeze(-1), 0.0)
+        return predictions, torch.cat(weights, dim=1)
+'''
+
+FORCING = '''            if self.training and target is not None:
+                forced = torch.rand(n, 1, 1) < self.teacher_forcing
+                x = torch.where(forced, target[:, step:step + 1], prediction)
 '''
 
 MISTAKES = [
@@ -271,114 +294,77 @@ MISTAKES = [
     Mistake(
         name="teacher_forcing_in_eval",
         cell="seq2seq_with_attention",
-        code=seq2seq(SEQ2SEQ_LOOP_START + '''
-        for step in range(self.target_len):
-            prediction, hidden, step_weights = self.decoder(x, hidden, states, mask)
-            predictions.append(prediction)
-            weights.append(step_weights)
-            x = prediction
-            if target is not None:
-                forced = torch.rand(len(source), 1, 1) < self.teacher_forcing
-                x = torch.where(forced, target[:, step:step + 1], prediction)
-        return torch.cat(predictions, dim=1), torch.cat(weights, dim=1)
-'''),
+        code=seq2seq("if self.training and target is not None:", "if target is not None:"),
         message="it looks like you used teacher forcing in evaluation mode",
     ),
     Mistake(
         name="target_fed_whenever_given",
         cell="seq2seq_with_attention",
-        code=seq2seq(SEQ2SEQ_LOOP_START + '''
-        for step in range(self.target_len):
-            prediction, hidden, step_weights = self.decoder(x, hidden, states, mask)
-            predictions.append(prediction)
-            weights.append(step_weights)
-            x = target[:, step:step + 1] if target is not None else prediction
-        return torch.cat(predictions, dim=1), torch.cat(weights, dim=1)
-'''),
+        code=seq2seq(FORCING, """            if target is not None:
+                x = target[:, step:step + 1]
+"""),
         message="it looks like you used teacher forcing in evaluation mode",
     ),
     Mistake(
         name="prediction_not_fed_back",
         cell="seq2seq_with_attention",
-        code=seq2seq(SEQ2SEQ_LOOP_START + '''
-        for step in range(self.target_len):
-            prediction, hidden, step_weights = self.decoder(x, hidden, states, mask)
-            predictions.append(prediction)
-            weights.append(step_weights)
-            if self.training and target is not None:
-                forced = torch.rand(len(source), 1, 1) < self.teacher_forcing
-                x = torch.where(forced, target[:, step:step + 1], x)
-        return torch.cat(predictions, dim=1), torch.cat(weights, dim=1)
-'''),
+        code=seq2seq("            x = prediction\n", "",
+                     "target[:, step:step + 1], prediction)", "target[:, step:step + 1], x)"),
         message="it looks like you fed the last source point at every step",
     ),
     Mistake(
         name="output_length_fixed_to_two",
         cell="seq2seq_with_attention",
-        code=seq2seq(SEQ2SEQ_LOOP_START + '''
-        for step in range(2):
-            prediction, hidden, step_weights = self.decoder(x, hidden, states, mask)
-            predictions.append(prediction)
-            weights.append(step_weights)
-            x = prediction
-            if self.training and target is not None:
-                forced = torch.rand(len(source), 1, 1) < self.teacher_forcing
-                x = torch.where(forced, target[:, step:step + 1], prediction)
-        return torch.cat(predictions, dim=1), torch.cat(weights, dim=1)
-'''),
+        code=seq2seq("for step in range(self.target_len):", "for step in range(2):",
+                     "torch.arange(self.target_len)", "torch.arange(2)"),
         message="predictions has shape (2, 2, 2), expected (2, 3, 2)",
     ),
     Mistake(
         name="starts_from_padding",
         cell="seq2seq_with_attention",
-        code=seq2seq('''
-        states, hidden = self.encoder(source, mask)
-        x = source[:, -1:]
-        predictions, weights = [], []
-        for step in range(self.target_len):
-            prediction, hidden, step_weights = self.decoder(x, hidden, states, mask)
-            predictions.append(prediction)
-            weights.append(step_weights)
-            x = prediction
-            if self.training and target is not None:
-                forced = torch.rand(len(source), 1, 1) < self.teacher_forcing
-                x = torch.where(forced, target[:, step:step + 1], prediction)
-        return torch.cat(predictions, dim=1), torch.cat(weights, dim=1)
-'''),
+        code=seq2seq("x = last_step(source, mask)", "x = source[:, -1:]"),
         message="started the decoder from source[:, -1:], which is padding",
     ),
     Mistake(
         name="teacher_forcing_with_python_random",
         cell="seq2seq_with_attention",
-        code='''
-import random
-''' + seq2seq(SEQ2SEQ_LOOP_START + '''
-        for step in range(self.target_len):
-            prediction, hidden, step_weights = self.decoder(x, hidden, states, mask)
-            predictions.append(prediction)
-            weights.append(step_weights)
-            x = prediction
-            if self.training and target is not None:
-                forced = [[[random.random() < self.teacher_forcing]] for _ in range(len(source))]
-                x = torch.where(torch.tensor(forced), target[:, step:step + 1], prediction)
-        return torch.cat(predictions, dim=1), torch.cat(weights, dim=1)
-'''),
+        code="\nimport random\n" + seq2seq(
+            "forced = torch.rand(n, 1, 1) < self.teacher_forcing",
+            "forced = torch.tensor([[[random.random() < self.teacher_forcing]] for _ in range(n)])",
+        ),
         message="draw the teacher forcing decision with torch.rand",
     ),
     Mistake(
         name="teacher_forcing_one_draw_per_batch",
         cell="seq2seq_with_attention",
-        code=seq2seq(SEQ2SEQ_LOOP_START + '''
-        for step in range(self.target_len):
-            prediction, hidden, step_weights = self.decoder(x, hidden, states, mask)
-            predictions.append(prediction)
-            weights.append(step_weights)
-            if self.training and target is not None and torch.rand(()) < self.teacher_forcing:
-                x = target[:, step:step + 1]
-            else:
-                x = prediction
-        return torch.cat(predictions, dim=1), torch.cat(weights, dim=1)
-'''),
+        code=seq2seq("torch.rand(n, 1, 1)", "torch.rand(())"),
         message="draw one decision per sequence",
+    ),
+    Mistake(
+        name="padded_predictions_kept",
+        cell="seq2seq_with_attention",
+        code=seq2seq(".masked_fill(~decoding.unsqueeze(-1), 0.0)", ""),
+        message="did not set the predictions of the padded steps (t >= target_lengths[i]) to 0",
+    ),
+    Mistake(
+        name="target_mask_one_step_too_long",
+        cell="seq2seq_with_attention",
+        code=seq2seq("torch.arange(self.target_len) < target_lengths[:, None]",
+                     "torch.arange(self.target_len) <= target_lengths[:, None]"),
+        message="kept one step too many",
+    ),
+    Mistake(
+        name="decoder_gets_source_mask_only",
+        cell="seq2seq_with_attention",
+        code=seq2seq("self.decoder(x, hidden, states, step_mask)",
+                     "self.decoder(x, hidden, states, mask)"),
+        message="gave the decoder the source mask alone",
+    ),
+    Mistake(
+        name="decoder_gets_target_mask_only",
+        cell="seq2seq_with_attention",
+        code=seq2seq("step_masks = decoding.unsqueeze(-1) & mask",
+                     "step_masks = decoding.unsqueeze(-1)"),
+        message="are not row t of (target mask & source mask)",
     ),
 ]

@@ -876,8 +876,8 @@ def rebound_helpers(tmp_path_factory):
     release = notebooks.read(root / "release" / HELPER_LAB / paths.lab_filename(HELPER_LAB))
     answers = solution_cells(HELPER_LAB)
     for student, code in {"honest": "", **REBINDS_HELPER}.items():
-        last = {"bilinear_score": answers["bilinear_score"] + "\n\n" + code}
-        submit(root, HELPER_LAB, student, fill(release, {**answers, **last}))
+        first = {"additive_score": answers["additive_score"] + "\n\n" + code}
+        submit(root, HELPER_LAB, student, fill(release, {**answers, **first}))
     result = run_instructor(root, "autograde", HELPER_LAB)
     assert result.returncode == 0, result.stdout + result.stderr
     return root
