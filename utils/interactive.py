@@ -93,8 +93,6 @@ def bilinear_matrix(angle_degrees, scale=1.0) -> torch.Tensor:
     return torch.stack([query, torch.stack([-query[1], query[0]])], dim=1)  # columns: W e1, W e2
 
 
-
-
 SCALING_DIMENSIONS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 
 
@@ -156,12 +154,6 @@ def masked_weights(scores, mask) -> torch.Tensor:
 def pick(items, index, name="index"):
     """items[index] for a tensor or sequence of items, with a ValueError naming the valid range."""
     return items[_index(index, name, len(items))]
-
-
-
-
-
-
 
 
 def rope_head_scores(query, key, offsets, base=10000.0) -> torch.Tensor:
@@ -262,8 +254,6 @@ def bilinear_view(angle_degrees, query, keys, scale=1.0) -> tuple[plt.Figure, st
     return fig, f"W turns the keys by {angle_degrees:.0f} degrees: weights {shown}"
 
 
-
-
 def divisor_view(exponent) -> tuple[plt.Figure, str]:
     """Largest weight and gradient at the query against d_k, for scores divided by d_k^a."""
     sweep = divisor_sweep(exponent)
@@ -329,8 +319,6 @@ def head_view(weights, head, tokens=None, query=0) -> tuple[plt.Figure, str]:
     shown = " ".join(f"{name} {weight:.2f}" for name, weight in zip(names, row.tolist(),
                                                                      strict=True))
     return fig, f"head {head}, weights of query {names[query]!r}: {shown}"
-
-
 
 
 ROPE_DECAY_OFFSETS = torch.arange(4097, dtype=torch.float64)  # offsets 0 .. 4096 of the view

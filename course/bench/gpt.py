@@ -57,15 +57,14 @@ def corpus_split():
     return vocabulary, *text.split(vocabulary.encode(corpus), valid_fraction=0.1)
 
 
-def trained_model(steps=STEPS, seed=0):
-    """(the lecture's model trained for `steps`, its vocabulary, validation loss, seconds)."""
-    vocabulary, train_ids, valid_ids = corpus_split()
+def trained_model(vocabulary, train_ids, valid_ids, steps=STEPS, seed=0):
+    """(the lecture's model trained for `steps` on train_ids, its validation loss, seconds)."""
     torch.manual_seed(seed)
     model = gpt.TinyGPT(len(vocabulary), d_model=64, n_heads=4, n_layers=2, d_ff=256,
                         max_length=512)
     _, seconds = gpt.train_gpt(model, train_ids, steps, batch_size=BATCH, length=WINDOW, lr=LR,
                                seed=seed)
-    return model, vocabulary, gpt.evaluate(model, valid_ids), seconds
+    return model, gpt.evaluate(model, valid_ids), seconds
 
 
 def generation_speeds(model, vocabulary, repeats, n_new=NEW_TOKENS):
@@ -114,13 +113,14 @@ def run(repeats=3, num_threads=1, steps=STEPS, student_steps=STUDENT_STEPS):
     """The figures of lesson 10, as {name: value}."""
     namespace = submissions.load_solution(ASSIGNMENT)
     with torch_threads(num_threads), torch.random.fork_rng():
-        model, vocabulary, valid_loss, seconds = trained_model(steps)
-        _, train_ids, valid_ids = corpus_split()
+        vocabulary, train_ids, valid_ids = corpus_split()
+        model, valid_loss, seconds = trained_model(vocabulary, train_ids, valid_ids, steps)
         positions = gpt.loss_per_position(model, valid_ids, POSITION_WINDOWS, POSITION_LENGTH)
         cached, recomputed = generation_speeds(model, vocabulary, repeats)
         mha = gqa_cache_bytes(namespace, GQA_HEADS)
         gqa = gqa_cache_bytes(namespace, GQA_KV_HEADS)
-        student = student_gpt(namespace, vocabulary, train_ids, valid_ids, student_steps)
+        student_loss, student_seconds = student_gpt(namespace, vocabulary, train_ids,
+                                                    valid_ids, student_steps)
         student_gqa, _ = student_gpt(namespace, vocabulary, train_ids, valid_ids, student_steps,
                                      n_kv_heads=2)
     return {
@@ -135,8 +135,8 @@ def run(repeats=3, num_threads=1, steps=STEPS, student_steps=STUDENT_STEPS):
         "gqa_kv_cache_bytes_mha": mha,
         "gqa_kv_cache_bytes_gqa": gqa,
         "gqa_kv_cache_ratio": mha / gqa,
-        "student_gpt_train_seconds": student[1],
-        "student_gpt_valid_loss": student[0],
+        "student_gpt_train_seconds": student_seconds,
+        "student_gpt_valid_loss": student_loss,
         "student_gpt_gqa_valid_loss": student_gqa,
     }
 
