@@ -16,6 +16,8 @@
 #                  make autograde JOBS=N  grades on N workers (default: every core)
 #                  make grades LMS_GRADEBOOK=<exported CSV> ASSIGNMENT=...  fills the LMS's gradebook
 #                  PROVISIONAL=1  feedback and LMS grades before every written answer is graded
+#   make lti-grades ASSIGNMENT=NN_topic  send the lab's grades to the LMS its students launched it
+#                  from (LTI 1.3, AGS; see deploy/jupyterhub_lti_config.py); PROVISIONAL=1 as above
 
 PYTHON ?= python3
 VENV := .venv
@@ -90,7 +92,7 @@ test-browser: $(STAMP)
 	$(BIN)/pytest tests/browser/jupyterlab_check.py tests/browser/pages_check.py
 
 test-hub: $(STAMP)
-	COURSE_HUB_TEST=1 $(BIN)/pytest -s tests/deploy/test_hub.py
+	COURSE_HUB_TEST=1 $(BIN)/pytest -s tests/deploy/test_hub.py tests/deploy/test_lti_hub.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -107,10 +109,10 @@ $(NBVAL_PATHS:%=nbval-%): nbval-%: $(STAMP)
 	env $(PATH_$*) $(BIN)/$(NBVAL) notebooks solutions
 
 release: $(STAMP)
-	$(BIN)/python -m course.build.release $(ASSIGNMENT)
+	$(BIN)/python -m course.coursedir.release $(ASSIGNMENT)
 
 lectures: $(STAMP)
-	$(BIN)/python -m course.build.execute notebooks
+	$(BIN)/python -m course.coursedir.execute notebooks
 
 bench: $(STAMP)
 	$(BIN)/python -m course.bench
@@ -129,5 +131,9 @@ grades: $(STAMP)
 collect: $(STAMP)
 	$(BIN)/python -m course.instructor collect $(ASSIGNMENT)
 
+.PHONY: lti-grades
+lti-grades: $(STAMP)
+	$(BIN)/python -m course.lms.lti grades $(ASSIGNMENT) $(if $(PROVISIONAL),--provisional)
+
 clean:
-	rm -rf autograded feedback upload grades.csv browser-screenshots .pytest_cache .ruff_cache
+	rm -rf autograded feedback upload grades.csv browser-screenshots .pytest_cache .ruff_cache .import_linter_cache

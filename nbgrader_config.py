@@ -3,7 +3,7 @@
 import os
 from pathlib import Path
 
-from course.grading import mathml
+from course.grading.preprocessors import mathml
 
 c = get_config()  # noqa: F821 - provided by nbgrader when it loads this file
 
@@ -26,31 +26,33 @@ c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 c.Execute.timeout = 30
 c.Execute.interrupt_on_timeout = True
 
+# The steps of grading are nbgrader preprocessors, one module each in course/grading/preprocessors/.
 # Autograde: test cells are restored from the gradebook (nbgrader's OverwriteCells, which here
-# reports putting hidden tests back as information: course/grading/regrade.py), and each
-# student cell is read for findings (course/grading/findings.py: imports outside the lab's
-# modules, forbidden calls, ...), listed for you beside the grade. Every cell runs as written.
+# reports putting hidden tests back as information: regrade.py), and each student cell is read
+# for findings (findings.py: imports outside the lab's modules, forbidden calls, ...), listed for
+# you beside the grade. Every cell runs as written.
 c.Autograde.sanitize_preprocessors = [
-    "course.grading.regrade.QuietCapture",  # the formgrader's log window: no DEBUG lines
+    # The formgrader's log window: no DEBUG lines.
+    "course.grading.preprocessors.regrade.QuietCapture",
     "nbgrader.preprocessors.ClearOutput",
     "nbgrader.preprocessors.DeduplicateIds",
     "nbgrader.preprocessors.OverwriteKernelspec",
-    "course.grading.regrade.RestoreTestCells",
+    "course.grading.preprocessors.regrade.RestoreTestCells",
     "nbgrader.preprocessors.CheckCellMetadata",
-    "course.grading.findings.ListFindings",
+    "course.grading.preprocessors.findings.ListFindings",
 ]
-# Every test cell runs in the grader's process, never in the student's kernel
-# (course/grading/judge.py).
+# Every test cell runs in the grader's process, never in the student's kernel (judge.py).
 # Student markdown and outputs keep only what a page shows without running anything; the rest
-# is shown as text (course/grading/pages.py). Every output beyond these limits is cut, so a
+# is shown as text (pages.py). Every output beyond these limits is cut, so a
 # submission that prints megabytes cannot bloat the autograded notebooks or the feedback.
 c.Autograde.autograde_preprocessors = [
-    "course.grading.judge.JudgeExecute",
+    "course.grading.preprocessors.judge.JudgeExecute",
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
-    "course.grading.pages.CleanSubmission",
-    "course.grading.output_limits.LimitOutputSize",
-    "course.grading.regrade.KeepManualGrades",  # the formgrader's Autograde keeps hand grades
+    "course.grading.preprocessors.pages.CleanSubmission",
+    "course.grading.preprocessors.output_limits.LimitOutputSize",
+    # The formgrader's Autograde keeps hand grades.
+    "course.grading.preprocessors.regrade.KeepManualGrades",
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
@@ -63,24 +65,24 @@ c.LimitOutputSize.max_notebook_characters = 20_000_000  # all of a notebook's ou
 # The pages that show a submission, the formgrader's and the feedback, clean and cut it again
 # (a notebook autograded before these steps existed), and sanitize any HTML left.
 c.HTMLExporter.preprocessors = [
-    "course.grading.pages.CleanSubmission",
-    "course.grading.pages.ShowFindings",
-    "course.grading.output_limits.LimitOutputSize",
+    "course.grading.preprocessors.pages.CleanSubmission",
+    "course.grading.preprocessors.pages.ShowFindings",
+    "course.grading.preprocessors.output_limits.LimitOutputSize",
 ]
 c.HTMLExporter.sanitize_html = True
-# Their math is MathML made on the server (course/grading/mathml.py): it renders offline, and
-# the pages load no MathJax (the course's templates come before nbgrader's).
+# Their math is MathML made on the server (mathml.py): it renders offline, and the pages
+# load no MathJax (the course's templates come before nbgrader's).
 c.HTMLExporter.filters = {
-    "strip_files_prefix": "course.grading.mathml.strip_files_prefix_with_mathml",
-    "clean_html": "course.grading.mathml.clean_html_keeping_mathml",
+    "strip_files_prefix": "course.grading.preprocessors.mathml.strip_files_prefix_with_mathml",
+    "clean_html": "course.grading.preprocessors.mathml.clean_html_keeping_mathml",
 }
 c.HTMLExporter.extra_template_basedirs = mathml.TEMPLATE_BASEDIRS
 
 # Feedback shows which hidden test failed and its message, never the hidden tests' code.
-c.GenerateFeedback.exporter_class = "course.grading.feedback.FeedbackExporter"
+c.GenerateFeedback.exporter_class = "course.grading.preprocessors.feedback.FeedbackExporter"
 # A written answer not graded yet shows "to be graded", never 0; long lines wrap.
 c.GenerateFeedback.preprocessors = [
-    "course.grading.feedback.GetGradesToGrade",
-    "course.grading.feedback.WrapLongLines",
-    "course.grading.feedback.HideHiddenTests",
+    "course.grading.preprocessors.feedback.GetGradesToGrade",
+    "course.grading.preprocessors.feedback.WrapLongLines",
+    "course.grading.preprocessors.feedback.HideHiddenTests",
 ]

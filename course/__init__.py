@@ -1,16 +1,18 @@
-"""Tools that build, grade and measure the course (Makefile and tests; never imported by students).
+"""The instructor's tools: release, grade, return and measure the course; students never import it.
 
-Four packages, one per role, each importing only from those above it:
+One submission, from `make autograde` to the gradebook, one folder per step:
 
-* `course.build`: the course folder (paths, notebooks, nbgrader runs, the release, the
-  gradebook, scratch courses and submissions for tests and benchmarks). Imports no other role.
-* `course.grading`: how a submission is graded (sandbox, forked kernels, judge, allowlist, output
-  limits, feedback filter, parallel workers). Imports `course.build`.
-* `course.lms`: the round trip through Canvas, Moodle and Blackboard (export formats, collect).
-  Imports `course.build` and `course.grading`.
-* `course.instructor`: the instructor's commands (`make autograde`, `feedback`, `grades`,
-  `collect`). Imports the three above.
-* `course.bench`: `make bench`. Imports everything above; nothing imports it.
+1. `instructor` (make autograde) hands each student to a worker of `grading.pool`;
+2. the worker runs nbgrader's Autograde, whose steps are `grading.preprocessors`:
+   `regrade` restores the test cells, `findings` lists what each student cell uses;
+3. `preprocessors.judge` asks `grading.kernels.provisioner` for a kernel, which
+   `kernels.zygote` forks into `kernels.sandbox` (cgroups, syscall_filter, landlock);
+4. the student's cells run there; each test cell runs in the grader, calling the student's
+   names through `grading.remote` (client <-> wire <-> agent in the kernel);
+5. `preprocessors.pages` and `output_limits` clean and cut what is kept, nbgrader stores the
+   scores in the gradebook (`coursedir.gradebook_db`), and `lms` takes them to the LMS.
 
-`utils/`, the students' package, imports nothing from here.
+Each package imports only those before it: `coursedir` (the course folder: paths, notebooks,
+nbgrader runs, the release, the gradebook, scratch courses), `grading`, `lms`, `instructor`,
+`bench` (make bench). `utils/`, the students' package, imports nothing from here.
 """

@@ -25,13 +25,17 @@ from pathlib import Path
 
 from nbgrader.api import MissingEntry
 
-from course.build import gradebook_db, notebooks, paths
-from course.build.nbgrader_run import nbgrader
-from course.build.release import generate_release
-from course.grading import cgroups, findings, sandbox
+from course.coursedir import paths
+from course.coursedir.gradebook_db import open_gradebook, score_after_penalty
+from course.coursedir.nbgrader_run import nbgrader
+from course.coursedir.notebooks import executed, executed_notebook
+from course.coursedir.release import generate_release
 from course.grading import pool as grading_pool
-from course.lms import formats
-from course.lms.collect import collect_export, read_manifest
+from course.grading.kernels import cgroups, sandbox
+from course.grading.preprocessors import findings
+from course.lms.collect import collect_export, read_manifest, record_names
+from course.lms.feedback_zip import lms_feedback
+from course.lms.gradebook_csv import lms_grades
 
 UNSANDBOXED_MARK = "UNSANDBOXED: "
 NO_SANDBOX = """make autograde refuses to grade: it cannot sandbox each student's kernel here.
@@ -41,21 +45,14 @@ namespaces) where you are root or unprivileged user namespaces are enabled
 (sysctl kernel.unprivileged_userns_clone=1, or user.max_user_namespaces > 0).
 To grade without a sandbox anyway, with your own rights: make autograde UNSANDBOXED=1"""
 GRADES_CSV = "grades.csv"
+PROVISIONAL_FEEDBACK = 'also for submissions with written answers to grade ("to be graded")'
+PROVISIONAL_GRADES = "also the scores that count written answers still to grade as 0"
 PROVISIONAL_COLUMN = "provisional"  # grades.csv: the labs whose score counts answers to grade as 0
-UPLOAD = "upload"  # what goes back to the LMS: upload/<assignment>/
 FEEDBACK = "feedback"
 HELD_BACK = (
     "  no feedback yet, written answers to grade in the formgrader first: {students}\n"
     '  (make feedback PROVISIONAL=1 hands it out now, those answers marked "to be graded")'
 )
-GRADES_HELD_BACK = (
-    "  (make grades ... PROVISIONAL=1 fills them now, the answers to grade counted as 0)"
-)
-
-
-def gradebook(root=paths.ROOT):
-    """Open the course's gradebook: gradebook.db, or the database nbgrader_config.py names."""
-    return gradebook_db.open_gradebook(root)
 
 
 def submitted_students(assignment, root=paths.ROOT):
@@ -67,7 +64,7 @@ def submitted_students(assignment, root=paths.ROOT):
 
 def ensure_in_gradebook(assignment, root=paths.ROOT):
     """Record the lab's notebooks and tests in the gradebook if they are not there yet."""
-    with gradebook(root) as book:
+    with open_gradebook(root) as book:
         try:
             known = bool(book.find_assignment(assignment).notebooks)
         except MissingEntry:
@@ -90,23 +87,6 @@ def discard_unfinished(assignment, students, root=paths.ROOT):
             shutil.rmtree(folder)
 
 
-def executed_notebook(path):
-    """The notebook at `path` if it exists and was executed, else None."""
-    if not path.exists():
-        return None
-    try:
-        nb = notebooks.read(path)
-    except Exception:  # noqa: BLE001 - a half-written file counts as not executed
-        return None
-    ran = any(cell.get("execution_count") for cell in nb.cells if cell.cell_type == "code")
-    return nb if ran else None
-
-
-def executed(path):
-    """True when the notebook at `path` exists and was executed."""
-    return executed_notebook(path) is not None
-
-
 def autograde(
     assignment, root=paths.ROOT, sandboxed=True, jobs=None, progress_stream=None, share=None
 ):
@@ -123,10 +103,9 @@ def autograde(
         return True, f"{assignment}: no submissions in {where}"
     ensure_in_gradebook(assignment, root)
     discard_unfinished(assignment, students, root)
-    environment = {} if sandboxed else {"COURSE_UNSANDBOXED": "1"}
     progress = grading_pool.Progress(assignment, len(students), progress_stream)
     outcomes = grading_pool.grade_class(
-        assignment, students, root, environment, jobs, progress=progress
+        assignment, students, root, jobs, progress=progress, sandboxed=sandboxed
     )
     lines = [summary(assignment, students, root)]
     notebook = paths.lab_filename(assignment)
@@ -159,7 +138,7 @@ def error_lines(outcomes):
 
 
 def reviewed(assignment, students, root):
-    """Lines naming, per student, the findings about their cells (course/grading/findings.py)."""
+    """Lines naming, per student, the findings about their cells (`findings`)."""
     lines = []
     notebook = paths.lab_filename(assignment)
     for student in students:
@@ -180,7 +159,7 @@ def autograded_notebook(root, student, assignment):
 def summary(assignment, students, root):
     """Students graded, their mean score, the written answers to grade and late work of a lab."""
     graded = [s for s in students if autograded_notebook(root, s, assignment).exists()]
-    with gradebook(root) as book:
+    with open_gradebook(root) as book:
         lab = book.find_assignment(assignment)
         submissions = [book.find_submission(assignment, s) for s in graded]
         scores = [score_after_penalty(submission) for submission in submissions]
@@ -197,11 +176,6 @@ def summary(assignment, students, root):
         f"{len(students) - len(graded)} not graded{to_grade}"
     )
     return "\n".join([first, *late])
-
-
-def score_after_penalty(submission):
-    """A submission's score less its late penalty (nbgrader's gradebook keeps them apart)."""
-    return submission.score - (submission.late_submission_penalty or 0)
 
 
 def answers_to_grade(submission, root=paths.ROOT):
@@ -233,16 +207,6 @@ def late_lines(lab, submissions, manifest):
     return lines
 
 
-def collect(assignment, root=paths.ROOT):
-    """Collect the LMS export in downloaded/<assignment>/archive/ into submitted/; (ok, message)."""
-    result = collect_export(root, assignment)
-    if result.names:
-        with gradebook(root) as book:
-            for student, (first, last) in result.names.items():
-                book.update_or_create_student(student, first_name=first, last_name=last)
-    return result.ok, result.message
-
-
 def feedback(assignment, root=paths.ROOT, provisional=False):
     """Write the feedback HTML of one lab, and the LMS's feedback zip when it was collected.
 
@@ -269,7 +233,7 @@ def feedback(assignment, root=paths.ROOT, provisional=False):
 
 def students_to_grade(assignment, root=paths.ROOT):
     """(students autograded, those of them with written answers still to grade by hand)."""
-    with gradebook(root) as book:
+    with open_gradebook(root) as book:
         try:
             submissions = book.assignment_submissions(assignment)
         except MissingEntry:
@@ -283,65 +247,12 @@ def students_to_grade(assignment, root=paths.ROOT):
     return graded, [student for student in graded if student in waiting]
 
 
-def lms_feedback(assignment, manifest, root=paths.ROOT, held=()):
-    """Write upload/<assignment>/feedback_<lms>.zip for Canvas and Moodle; report lines.
-
-    The students `held` (answers still to grade) get no feedback in the zip.
-    """
-    lines = []
-    for name in sorted({record["lms"] for record in manifest.values()}):
-        students = {s: r for s, r in manifest.items() if r["lms"] == name}
-        if name not in ("canvas", "moodle"):
-            label = formats.LMS_NAMES[name]
-            lines.append(f"  {label}: no feedback zip, hand out feedback/ yourself")
-            continue
-        entries, missing = [], []
-        for student, record in sorted(students.items()):
-            if student in held:
-                continue
-            found = formats.feedback_entries(
-                student, record, root, assignment, cell_grades(assignment, student, root)
-            )
-            entries.extend(found)
-            if not found:
-                missing.append(student)
-        path = Path(UPLOAD) / assignment / f"feedback_{name}.zip"
-        formats.write_zip(Path(root) / path, entries)
-        lines.append(f"  {formats.LMS_NAMES[name]}: {len(entries)} students' feedback in {path}")
-        if missing:
-            lines.append(f"    no feedback (not graded): {', '.join(missing)}")
-    return lines
-
-
-def cell_grades(assignment, student, root=paths.ROOT):
-    """(grade id, score or None when still to grade by hand, maximum, comment) of each graded cell.
-
-    The comment is the grader's on the cell's answer ("" when none).
-    """
-    notebook = Path(paths.lab_filename(assignment)).stem
-    with gradebook(root) as book:
-        try:
-            found = book.find_submission_notebook(notebook, assignment, student)
-        except MissingEntry:
-            return []
-        comments = {comment.name: comment.comment or "" for comment in found.comments}
-        return [
-            (
-                grade.name,
-                None if grade.needs_manual_grade else grade.score,
-                grade.max_score,
-                comments.get(grade.name, ""),
-            )
-            for grade in found.grades
-        ]
-
-
 def grades(root=paths.ROOT, output=GRADES_CSV):
     """Write a CSV with one row per student, one column per lab (total score), and the labs
     whose score is provisional (written answers still to grade, counted as 0); report lines.
     """
     labs = paths.assignments(root)
-    with gradebook(root) as book:
+    with open_gradebook(root) as book:
         rows, waiting = [], []
         for student in sorted(book.students, key=lambda s: s.id):
             row = {"student": student.id, PROVISIONAL_COLUMN: []}
@@ -370,61 +281,6 @@ def grades(root=paths.ROOT, output=GRADES_CSV):
     return "\n".join(lines)
 
 
-def lms_grades(assignment, lms_gradebook, root=paths.ROOT, column="", provisional=False):
-    """Write upload/<assignment>/grades_<lms>.csv: the LMS's gradebook with the lab filled in.
-
-    A score that still counts written answers to grade as 0 is left blank unless `provisional`.
-    """
-    manifest = read_manifest(root, assignment)
-    if not manifest:
-        return False, f"{assignment}: collect it first (make collect ASSIGNMENT={assignment})"
-    if not Path(lms_gradebook).is_file():
-        return False, f"{assignment}: no file {lms_gradebook} (the LMS's gradebook CSV)"
-    scores, not_graded, to_grade = lms_scores(assignment, manifest, root)
-    held = set() if provisional else {manifest[student]["lms_id"] for student in to_grade}
-    scores = {lms_id: score for lms_id, score in scores.items() if lms_id not in held}
-    text, bom = formats.read_text(lms_gradebook)
-    try:
-        filled, name, report = formats.fill_gradebook(
-            text, assignment, scores, column, not_graded, held
-        )
-    except ValueError as error:
-        return False, f"{assignment}: {lms_gradebook}: {error}"
-    path = Path(UPLOAD) / assignment / f"grades_{name.lower()}.csv"
-    (Path(root) / path).parent.mkdir(parents=True, exist_ok=True)
-    (Path(root) / path).write_bytes(bom + filled.encode("utf-8"))
-    lines = [f"{assignment}: {name} gradebook with the lab's grades in {path}"]
-    lines += [f"  {line}" for line in report]
-    if held:
-        lines.append(GRADES_HELD_BACK)
-    elif to_grade:
-        lines.append(
-            f"  provisional, written answers not graded yet (counted as 0), see the formgrader: "
-            f"{', '.join(to_grade)}"
-        )
-    return True, "\n".join(lines)
-
-
-def lms_scores(assignment, manifest, root=paths.ROOT):
-    """(LMS id -> score if graded, LMS ids not graded, students with answers still to grade)."""
-    notebook = paths.lab_filename(assignment)
-    scores, not_graded, to_grade = {}, set(), []
-    with gradebook(root) as book:
-        for student, record in sorted(manifest.items()):
-            try:
-                submission = book.find_submission(assignment, student)
-            except MissingEntry:
-                submission = None
-            graded = paths.autograded(root, student, assignment) / notebook
-            if submission is None or not executed(graded):
-                not_graded.add(record["lms_id"])
-                continue
-            scores[record["lms_id"]] = score_after_penalty(submission)
-            if submission.needs_manual_grade:
-                to_grade.append(student)
-    return scores, not_graded, to_grade
-
-
 def jobs_argument(text):
     """JOBS as a positive whole number of workers; argparse's usage error otherwise."""
     try:
@@ -444,73 +300,111 @@ def share_argument(text):
 
 
 def main(argv=None):
-    """Command-line entry point."""
+    """Run the sub-command that `argv` (by default the command line) names; exit with its status."""
+    args = command_line().parse_args(argv)
+    sys.exit(args.func(args))
+
+
+def command_line():
+    """The parser of the four sub-commands, each with its options and the function it runs."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("command", choices=["collect", "autograde", "feedback", "grades"])
-    parser.add_argument("assignment", nargs="?", default="", help="one lab (default: every lab)")
-    parser.add_argument("--root", default=str(paths.ROOT), help="course directory")
-    parser.add_argument("--lms-gradebook", default="", help="gradebook CSV exported by the LMS")
-    parser.add_argument("--lms-column", default="", help="the lab's column in a Canvas gradebook")
-    parser.add_argument(
-        "--provisional",
-        action="store_true",
-        help="feedback and LMS grades also for submissions with written answers still to grade",
-    )
-    parser.add_argument(
+    parser.add_argument("--root", type=Path, default=paths.ROOT, help="course directory")
+    commands = parser.add_subparsers(dest="command", required=True)
+    lab_command(commands, "collect", run_collect, "collect an LMS export into submitted/", "a lab")
+    grading = lab_command(commands, "autograde", run_autograde, "grade submitted/")
+    grading.add_argument(
         "--unsandboxed", action="store_true", help="autograde without a sandbox (not advised)"
     )
-    parser.add_argument(
+    grading.add_argument(
         "--jobs", type=jobs_argument, default=None, help="autograde workers (default: every core)"
     )
-    parser.add_argument(
+    grading.add_argument(
         "--share", type=share_argument, default=None, help="K/N: grade share K (0..N-1) of N"
     )
-    args = parser.parse_args(argv)
-    root = Path(args.root)
-    if args.command == "grades" and args.lms_gradebook:
-        if not args.assignment:
-            parser.error("LMS_GRADEBOOK needs an assignment, e.g. ASSIGNMENT=01_softmax")
-        exported = Path(args.lms_gradebook).expanduser()
-        ok, message = lms_grades(args.assignment, exported, root, args.lms_column, args.provisional)
-        print(message)
-        sys.exit(0 if ok else 1)
-    if args.command == "grades":
-        print(grades(root))
-        return
-    if args.command == "collect":
-        if not args.assignment:
-            parser.error("collect needs an assignment, e.g. make collect ASSIGNMENT=01_softmax")
-        ok, message = collect(args.assignment, root)
-        print(message)
-        sys.exit(0 if ok else 1)
-    if args.command == "autograde" and not args.unsandboxed:
+    pages = lab_command(commands, "feedback", run_feedback, "feedback/ and the LMS's feedback zip")
+    pages.add_argument("--provisional", action="store_true", help=PROVISIONAL_FEEDBACK)
+    sheets = lab_command(commands, "grades", run_grades, "grades.csv, or an LMS gradebook CSV")
+    sheets.add_argument("--lms-gradebook", default="", help="gradebook CSV exported by the LMS")
+    sheets.add_argument("--lms-column", default="", help="the lab's column in a Canvas gradebook")
+    sheets.add_argument("--provisional", action="store_true", help=PROVISIONAL_GRADES)
+    return parser
+
+
+def lab_command(commands, name, run, summary, lab="one lab (default: every lab)"):
+    """A sub-command taking an ASSIGNMENT and --root, that runs `run(args)` -> exit status."""
+    command = commands.add_parser(name, help=summary, description=summary)
+    command.add_argument("assignment", nargs="?", default="", help=lab)
+    command.add_argument("--root", type=Path, default=argparse.SUPPRESS, help="course directory")
+    command.set_defaults(func=run, usage_error=command.error)
+    return command
+
+
+def run_collect(args):
+    """`collect`: a lab's LMS export into submitted/, the students' names into the gradebook."""
+    if not args.assignment:
+        args.usage_error("collect needs an assignment, e.g. make collect ASSIGNMENT=01_softmax")
+    result = collect_export(args.root, args.assignment)
+    record_names(args.root, result.names)
+    print(result.message)
+    return 0 if result.ok else 1
+
+
+def run_autograde(args):
+    """`autograde`: one lab's or every lab's new submissions; refused where no sandbox works."""
+    if not args.unsandboxed:
         available, reason = sandbox.probe()
         if not available:
             print(NO_SANDBOX.format(reason=reason))
-            sys.exit(2)
+            return 2
+    return for_each_lab(args, print_autograde)
+
+
+def print_autograde(assignment, args):
+    """Autograde one lab and print its summary; True if every submission was graded."""
+    ok, message = autograde(
+        assignment, args.root, not args.unsandboxed, args.jobs, sys.stdout, args.share
+    )
+    if args.unsandboxed:
+        message = "\n".join(UNSANDBOXED_MARK + line for line in message.splitlines())
+    print(message, flush=True)
+    return ok
+
+
+def run_feedback(args):
+    """`feedback`: the feedback of one lab or of every lab."""
+    return for_each_lab(args, print_feedback)
+
+
+def print_feedback(assignment, args):
+    """Write one lab's feedback and print what was written; True."""
+    print(feedback(assignment, args.root, args.provisional), flush=True)
+    return True
+
+
+def for_each_lab(args, run_lab):
+    """`run_lab(assignment, args)` for the lab named or every lab; exit status (130: stopped)."""
+    labs = [args.assignment] if args.assignment else paths.assignments(args.root)
     try:
-        all_ok = run_each_lab(args, root)
+        results = [run_lab(assignment, args) for assignment in labs]
     except KeyboardInterrupt:
         print(f"stopped: run `make {args.command}` again to finish", flush=True)
-        sys.exit(130)
-    sys.exit(0 if all_ok else 1)
+        return 130
+    return 0 if all(results) else 1
 
 
-def run_each_lab(args, root):
-    """Autograde, or write the feedback of, the lab named in `args` or every lab; True if ok."""
-    all_ok = True
-    for assignment in [args.assignment] if args.assignment else paths.assignments(root):
-        if args.command == "autograde":
-            ok, message = autograde(
-                assignment, root, not args.unsandboxed, args.jobs, sys.stdout, args.share
-            )
-            all_ok = all_ok and ok
-            if args.unsandboxed:
-                message = "\n".join(UNSANDBOXED_MARK + line for line in message.splitlines())
-            print(message, flush=True)
-        else:
-            print(feedback(assignment, root, args.provisional), flush=True)
-    return all_ok
+def run_grades(args):
+    """`grades`: grades.csv, or with --lms-gradebook the LMS's gradebook with the lab's column."""
+    if not args.lms_gradebook:
+        print(grades(args.root))
+        return 0
+    if not args.assignment:
+        args.usage_error("LMS_GRADEBOOK needs an assignment, e.g. ASSIGNMENT=01_softmax")
+    exported = Path(args.lms_gradebook).expanduser()
+    ok, message = lms_grades(
+        args.assignment, exported, args.root, args.lms_column, args.provisional
+    )
+    print(message)
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

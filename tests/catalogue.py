@@ -4,7 +4,7 @@ import runpy
 from dataclasses import dataclass
 from pathlib import Path
 
-from course.build import paths
+from course.coursedir import paths
 
 MISTAKES_DIR = Path(__file__).parent / "mistakes"
 IDIOMATIC_DIR = Path(__file__).parent / "idiomatic"

@@ -15,8 +15,8 @@ import urllib.request
 
 import pytest
 
-from course.build import paths
-from course.build.nbgrader_run import nbgrader_environment
+from course.coursedir import paths
+from course.coursedir.nbgrader_run import nbgrader_environment
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_FLAGS = [

@@ -3,7 +3,7 @@
 import nbformat
 from nbclient import NotebookClient
 
-from course.grading.fastkernel import ForkingKernelManager
+from course.grading.kernels.provisioner import ForkingKernelManager
 
 
 def lines_printed_in_a_sandboxed_kernel(code, folder):

@@ -8,7 +8,7 @@ from importlib import metadata
 import pytest
 from packaging.requirements import Requirement
 
-from course.build import paths
+from course.coursedir import paths
 
 README = (paths.ROOT / "README.md").read_text()
 

@@ -3,7 +3,6 @@ and `Batches`, which serves tensors in batches."""
 
 from __future__ import annotations
 
-import math
 import operator
 from dataclasses import dataclass
 
@@ -33,24 +32,6 @@ class SquaresData:
         return len(self.source)
 
 
-
-
-def _check_noise(noise) -> float:
-    """Return noise as a float, or raise ValueError if it is not a finite number >= 0."""
-    if isinstance(noise, bool) or not isinstance(noise, (int, float, np.integer, np.floating)):
-        raise ValueError(f"noise must be a non-negative number, got {noise!r}")
-    if not math.isfinite(noise) or noise < 0:
-        raise ValueError(f"noise must be a non-negative number, got {noise!r}")
-    return float(noise)
-
-
-def _check_bool(value, name: str) -> bool:
-    """Return value, or raise ValueError if it is not a bool."""
-    if not isinstance(value, (bool, np.bool_)):
-        raise ValueError(f"{name} must be True or False, got {value!r}")
-    return bool(value)
-
-
 def direction_name(d) -> str:
     """Name of a direction d (int 1 or 0): 'clockwise' or 'counter-clockwise'."""
     try:
@@ -74,8 +55,8 @@ def make_squares(n, seed, noise=0.1, variable_length=False) -> SquaresData:
     """Make n noisy square sequences: source (n, Lk, 2), target (n, 2, 2), Lk = 3 if variable."""
     n = validation.positive_int(n, "n")
     seed = validation.seed(seed)
-    noise = _check_noise(noise)
-    variable_length = _check_bool(variable_length, "variable_length")
+    noise = validation.non_negative_number(noise, "noise")
+    variable_length = validation.boolean(variable_length, "variable_length")
 
     rng = np.random.default_rng(seed)
     starts = rng.integers(0, len(CORNERS), size=n)  # (n,)

@@ -18,7 +18,7 @@ from torch import nn
 
 from utils import text, validation
 from utils.training import evaluating, one_cycle_steps
-from utils.transformer import masked_softmax, rotate
+from utils.transformer import causal_mask, masked_softmax, rotate
 
 
 class LayerCache:
@@ -74,8 +74,7 @@ class RotarySelfAttention(nn.Module):
         q, k = rotate(q, start=start), rotate(k, start=start)
         if cache is not None:
             k, v = cache.add(k, v)  # (N, n_heads, L_seen, d_head) each
-        rows = start + torch.arange(x.shape[1])[:, None]  # (L_new, 1): absolute positions
-        allowed = torch.arange(k.shape[2]) <= rows  # (L_new, L_seen): causal
+        allowed = causal_mask(k.shape[2])[start:]  # (L_new, L_seen): the rows of the new queries
         if key_mask is not None:
             allowed = allowed & key_mask[:, None, None, :]  # (N, 1, L_new, L_seen)
         context, weights = masked_attention(q, k, v, allowed)
@@ -212,7 +211,7 @@ def first_token_weight(model, ids, n_windows=32, length=64, first_query=16,
     The queries are those of n_windows seeded random windows (N, length) of ids; the second
     value is what weights spread evenly over the keys 0 .. t would give, averaged the same way.
     """
-    first_query = validation.seed(first_query, "first_query")
+    first_query = validation.non_negative_int(first_query, "first_query")
     if first_query >= validation.positive_int(length, "length"):
         raise ValueError(f"first_query={first_query} must be below length={length}")
     generator = torch.Generator().manual_seed(validation.seed(seed))
@@ -248,7 +247,7 @@ def generate(model, prompt, n_new, temperature=1.0, top_k=None, seed=0, use_cach
     with evaluating(model):
         caches = model.empty_caches(len(prompt)) if use_cache else None
         logits = model(prompt, caches)[:, -1]  # (N, n_vocab)
-        for step in range(validation.seed(n_new, "n_new")):
+        for step in range(validation.non_negative_int(n_new, "n_new")):
             new = sample_next(logits, temperature, top_k, generator)[:, None]  # (N, 1)
             tokens = torch.cat([tokens, new], dim=1)
             if step + 1 < n_new:  # the logits of the last token are never used

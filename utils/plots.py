@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 import matplotlib.pyplot as plt
 import numpy as np
-import torch
 from matplotlib import colormaps
 from matplotlib.axes import Axes
 from matplotlib.colors import Colormap
@@ -26,34 +25,6 @@ CONTEXT_COLOR = "C2"
 SOURCE_COLOR = "C0"
 TARGET_COLOR = "C1"
 PREDICTION_COLOR = "C2"
-
-
-def _to_numpy(x, name: str = "array") -> np.ndarray:
-    """A float numpy copy of a tensor or array-like x (detached, on the CPU)."""
-    if isinstance(x, torch.Tensor):
-        x = x.detach().cpu().numpy()
-    try:
-        return np.array(x, dtype=float)
-    except (TypeError, ValueError) as error:
-        raise ValueError(f"{name} must be a tensor or array of numbers, got {x!r}") from error
-
-
-def _check_shape(array: np.ndarray, name: str, expected: str, ok: bool) -> None:
-    """Raise ValueError naming the expected shape of array unless ok."""
-    if not ok:
-        raise ValueError(f"{name} must have shape {expected}, got {tuple(array.shape)}")
-
-
-
-def _check_labels(labels, n: int, name: str) -> list[str]:
-    """Labels as strings, or indices 0..n-1 if None; ValueError unless there are n of them."""
-    if labels is None:
-        return [str(i) for i in range(n)]
-    if isinstance(labels, torch.Tensor | np.ndarray):
-        labels = labels.tolist()
-    if isinstance(labels, str) or not isinstance(labels, Sequence) or len(labels) != n:
-        raise ValueError(f"{name} must be a sequence of {n} labels, got {labels!r}")
-    return [str(label) for label in labels]
 
 
 def _check_ax(ax) -> None:
@@ -104,9 +75,9 @@ def _loss_curves(history, log_scale: bool) -> dict[str, np.ndarray]:
         )
     checked = {}
     for name, losses in curves.items():
-        values = _to_numpy(losses, f"history[{name!r}]")
+        values = validation.numpy_array(losses, f"history[{name!r}]")
         ok = values.ndim == 1 and values.size > 0
-        _check_shape(values, f"history[{name!r}]", "(epochs,) with epochs >= 1", ok)
+        validation.with_shape(values, f"history[{name!r}]", "(epochs,) with epochs >= 1", ok)
         if log_scale and not bool((values > 0).all()):
             raise ValueError(f"log_scale needs positive losses, got {values.min()} in {name!r}")
         checked[str(name)] = values
@@ -128,12 +99,6 @@ def plot_losses(history, ax=None, title="Loss", log_scale=False) -> Figure:
     return fig
 
 
-def _is_finite_number(value) -> bool:
-    """Whether value is a finite real number (not a bool)."""
-    is_number = isinstance(value, (int, float, np.integer, np.floating))
-    return is_number and not isinstance(value, bool) and math.isfinite(value)
-
-
 def _text_color(cmap, value: float, vmin: float, vmax: float) -> str:
     """Black or white, whichever reads better on the colormap's colour for value."""
     if not math.isfinite(value):
@@ -151,12 +116,26 @@ def _draw_heatmap(ax, matrix, query_labels, key_labels, title, annotate, cmap, v
     ax.set_yticks(range(matrix.shape[0]), labels=query_labels)
     ax.set_xlabel("key")
     ax.set_ylabel("query")
-    ax.set_title(title)
     if annotate:
-        for (row, col), value in np.ndenumerate(matrix):
-            color = _text_color(image.cmap, value, vmin, vmax)
-            ax.text(col, row, f"{value:.2f}", ha="center", va="center", color=color, fontsize=8)
+        for row, col in np.ndindex(matrix.shape):
+            ax.text(col, row, "", ha="center", va="center", fontsize=8)
+    update_heatmap(ax, matrix, title)
     return image
+
+
+def update_heatmap(ax, matrix, title=None) -> None:
+    """Show matrix (Lq, Lk) in the heatmap plot_attention drew on ax: colours, numbers, title."""
+    image = ax.images[0]
+    matrix = validation.numpy_array(matrix, "matrix")
+    expected = image.get_array().shape
+    validation.with_shape(matrix, "matrix", str(expected), matrix.shape == expected)
+    image.set_data(matrix)
+    vmin, vmax = image.norm.vmin, image.norm.vmax
+    for text, value in zip(ax.texts, matrix.ravel(), strict=False):
+        text.set_text(f"{value:.2f}")
+        text.set_color(_text_color(image.cmap, value, vmin, vmax))
+    if title is not None:
+        ax.set_title(title)
 
 
 def plot_attention(
@@ -172,25 +151,26 @@ def plot_attention(
     vmax=1.0,
 ) -> Figure:
     """Heatmaps of attention weights (Lq, Lk) or (B, Lq, Lk): keys on x, queries on y."""
-    matrices = _to_numpy(weights, "weights")
-    expected = "(Lq, Lk) or (B, Lq, Lk)"
-    _check_shape(matrices, "weights", expected, matrices.ndim in (2, 3) and matrices.size > 0)
+    matrices = validation.numpy_array(weights, "weights")
+    ok = matrices.ndim in (2, 3) and matrices.size > 0
+    validation.with_shape(matrices, "weights", "(Lq, Lk) or (B, Lq, Lk)", ok)
     is_batch = matrices.ndim == 3
     if not is_batch:
         _check_ax(ax)
         matrices = matrices[None]  # (1, Lq, Lk)
     count, n_queries, n_keys = matrices.shape
-    query_labels = _check_labels(query_labels, n_queries, "query_labels")
-    key_labels = _check_labels(key_labels, n_keys, "key_labels")
+    query_labels = validation.labels(query_labels, n_queries, "query_labels")
+    key_labels = validation.labels(key_labels, n_keys, "key_labels")
     if titles is None and not is_batch:
         titles = ["attention weights"]
     elif titles is None:
         titles = [f"attention weights {i}" for i in range(count)]
     elif isinstance(titles, str):
         titles = [titles] * count
-    titles = _check_labels(titles, count, "titles")
+    titles = validation.labels(titles, count, "titles")
     ncols = validation.positive_int(ncols, "ncols")
-    if not (_is_finite_number(vmin) and _is_finite_number(vmax) and vmin < vmax):
+    finite = validation.is_finite_number(vmin) and validation.is_finite_number(vmax)
+    if not (finite and vmin < vmax):
         raise ValueError(f"vmin and vmax must be numbers with vmin < vmax, got {vmin!r}, {vmax!r}")
     if not isinstance(cmap, Colormap) and cmap not in colormaps:
         raise ValueError(f"cmap must be a matplotlib colormap or its name, got {cmap!r}")
@@ -203,15 +183,6 @@ def plot_attention(
         )
     fig.colorbar(image, ax=axes, label="weight")
     return fig
-
-
-def _check_vector(x, name: str, length: int | None = None) -> np.ndarray:
-    """x as a numpy vector of shape (length,), or ValueError."""
-    vector = _to_numpy(x, name)
-    expected = f"({length},)" if length is not None else "(n,) with n >= 1"
-    ok = vector.ndim == 1 and vector.size > 0 and (length is None or vector.size == length)
-    _check_shape(vector, name, expected, ok)
-    return vector
 
 
 def _arrow(ax, vector, color, label, linewidth=1.5) -> None:
@@ -247,27 +218,18 @@ def plot_query_keys(
     title="Query and keys",
 ) -> Figure:
     """Arrows from the origin for a query (2,), keys (Lk, 2) with weights (Lk,), context (2,)."""
-    query = _check_vector(query, "query", 2)
-    keys_array = _to_numpy(keys, "keys")
+    query = validation.numpy_vector(query, "query", 2)
+    keys_array = validation.numpy_array(keys, "keys")
     ok = keys_array.ndim == 2 and keys_array.shape[1] == 2 and len(keys_array) > 0
-    _check_shape(keys_array, "keys", "(Lk, 2)", ok)
+    validation.with_shape(keys_array, "keys", "(Lk, 2)", ok)
     n_keys = len(keys_array)
-    if weights is not None:
-        weights = _check_vector(weights, "weights", n_keys)
-    if context is not None:
-        context = _check_vector(context, "context", 2)
-    if key_labels is None:
-        key_labels = [f"k{i + 1}" for i in range(n_keys)]
-    key_labels = _check_labels(key_labels, n_keys, "key_labels")
+    weights, context, key_labels = _checked_arrow_extras(weights, context, key_labels, n_keys)
 
     fig, ax = _single_axes(ax, figsize=(5, 5))
     ax.add_patch(Circle((0.0, 0.0), 1.0, fill=False, color="grey", alpha=0.3, linestyle="--"))
     _arrow(ax, query, QUERY_COLOR, "q", linewidth=2.5)
-    for i, (key, label) in enumerate(zip(keys_array, key_labels, strict=True)):
-        if weights is None:
-            _arrow(ax, key, KEY_COLOR, label)
-        else:
-            _arrow(ax, key, KEY_COLOR, f"{label} ({weights[i]:.2f})", 1 + 3 * abs(weights[i]))
+    for key in keys_array:
+        _arrow(ax, key, KEY_COLOR, "")
     handles = [
         Line2D([], [], color=QUERY_COLOR, label="query"),
         Line2D([], [], color=KEY_COLOR, label="keys"),
@@ -275,12 +237,63 @@ def plot_query_keys(
     if context is not None:
         _arrow(ax, context, CONTEXT_COLOR, "c", linewidth=2.5)
         handles.append(Line2D([], [], color=CONTEXT_COLOR, label="context"))
-
-    vectors = [query, *keys_array] + ([context] if context is not None else [])
-    _plane(ax, 1.3 * max(1.0, float(np.abs(np.stack(vectors)).max())),
-           ("dimension 1", "dimension 2"), title)
+    _plane(ax, 1.0, ("dimension 1", "dimension 2"), title)
     ax.legend(handles=handles, loc="best", fontsize=8)
+    _set_query_keys(ax, query, keys_array, weights, context, key_labels)
     return fig
+
+
+def _checked_arrow_extras(weights, context, key_labels, n_keys) -> tuple:
+    """Checked weights (n_keys,) or None, context (2,) or None, and n_keys key labels."""
+    if weights is not None:
+        weights = validation.numpy_vector(weights, "weights", n_keys)
+    if context is not None:
+        context = validation.numpy_vector(context, "context", 2)
+    if key_labels is None:
+        key_labels = [f"k{i + 1}" for i in range(n_keys)]
+    return weights, context, validation.labels(key_labels, n_keys, "key_labels")
+
+
+def _move_arrow(arrow, label, vector, text=None, linewidth=None) -> None:
+    """Point an arrow of _arrow and its label at vector (2,); a new text and width if given."""
+    arrow.xy = label.xy = tuple(vector)
+    arrow.stale = label.stale = True
+    if text is not None:
+        label.set_text(text)
+    if linewidth is not None:
+        arrow.arrowprops["linewidth"] = linewidth
+        arrow.arrow_patch.set_linewidth(linewidth)
+
+
+def _set_query_keys(ax, query, keys, weights, context, key_labels) -> None:
+    """Move the arrows of plot_query_keys on ax to checked arrays, relabel, set the limits."""
+    arrows = list(zip(ax.texts[0::2], ax.texts[1::2], strict=True))  # (arrow, label) pairs
+    _move_arrow(*arrows[0], query)
+    for i, (key, label) in enumerate(zip(keys, key_labels, strict=True)):
+        if weights is None:
+            _move_arrow(*arrows[1 + i], key, label, 1.5)
+        else:
+            _move_arrow(*arrows[1 + i], key, f"{label} ({weights[i]:.2f})", 1 + 3 * abs(weights[i]))
+    if context is not None:
+        _move_arrow(*arrows[1 + len(keys)], context)
+    vectors = [query, *keys] + ([context] if context is not None else [])
+    limit = 1.3 * max(1.0, float(np.abs(np.stack(vectors)).max()))
+    ax.set_xlim(-limit, limit)
+    ax.set_ylim(-limit, limit)
+
+
+def update_query_keys(ax, query, keys, weights=None, context=None, key_labels=None,
+                      title=None) -> None:
+    """Redraw plot_query_keys's arrows on ax for a new query, keys, weights and context."""
+    n_arrows = len(ax.texts) // 2
+    query = validation.numpy_vector(query, "query", 2)
+    keys = validation.numpy_array(keys, "keys")
+    n_keys = n_arrows - 1 - (context is not None)
+    validation.with_shape(keys, "keys", f"({n_keys}, 2)", keys.shape == (n_keys, 2))
+    weights, context, key_labels = _checked_arrow_extras(weights, context, key_labels, n_keys)
+    _set_query_keys(ax, query, keys, weights, context, key_labels)
+    if title is not None:
+        ax.set_title(title)
 
 
 def plot_distributions(
@@ -291,13 +304,13 @@ def plot_distributions(
         distributions = {"p": distributions}
     if not distributions:
         raise ValueError("distributions must be a vector or a non-empty dict of vectors, got {}")
-    vectors = {
-        str(name): _check_vector(p, f"distributions[{name!r}]") for name, p in distributions.items()
-    }
+    vectors = {str(name): validation.numpy_vector(p, f"distributions[{name!r}]")
+               for name, p in distributions.items()}
     length = len(next(iter(vectors.values())))
     for name, vector in vectors.items():
-        _check_shape(vector, f"distributions[{name!r}]", f"({length},)", len(vector) == length)
-    tick_labels = _check_labels(labels, length, "labels")
+        ok = len(vector) == length
+        validation.with_shape(vector, f"distributions[{name!r}]", f"({length},)", ok)
+    tick_labels = validation.labels(labels, length, "labels")
 
     fig, ax = _single_axes(ax, figsize=(max(4.0, 0.5 * length + 2), 3.5))
     width = 0.8 / len(vectors)
@@ -314,18 +327,25 @@ def plot_distributions(
     return fig
 
 
+def set_bar_heights(ax, heights) -> None:
+    """Give the bars drawn on ax, in the order drawn, the heights (n,)."""
+    heights = validation.numpy_vector(heights, "heights", len(ax.patches))
+    for bar, height in zip(ax.patches, heights, strict=True):
+        bar.set_height(height)
+
+
 def _check_batch(x, name: str, count: int, length: int | None) -> np.ndarray:
     """x as a numpy array of shape (count, length, 2), or ValueError."""
-    array = _to_numpy(x, name)
+    array = validation.numpy_array(x, name)
     expected = f"({count}, {length if length is not None else 'L'}, 2)"
     ok = array.ndim == 3 and array.shape[0] == count and array.shape[2] == 2
-    _check_shape(array, name, expected, ok and (length is None or array.shape[1] == length))
-    return array
+    ok = ok and (length is None or array.shape[1] == length)
+    return validation.with_shape(array, name, expected, ok)
 
 
 def _check_squares_lengths(lengths, count: int, max_length: int) -> np.ndarray:
     """lengths as ints (count,) in 1..max_length, or ValueError."""
-    values = _check_vector(lengths, "lengths", count)
+    values = validation.numpy_vector(lengths, "lengths", count)
     if not bool(((values >= 1) & (values <= max_length) & (values == values.round())).all()):
         raise ValueError(f"lengths must be integers in 1..{max_length}, got {values.tolist()}")
     return values.astype(int)
@@ -333,16 +353,14 @@ def _check_squares_lengths(lengths, count: int, max_length: int) -> np.ndarray:
 
 def _draw_square_panel(ax, source, target, prediction, title) -> None:
     """One sequence on ax: source (Ls, 2), target (2, 2) or None, prediction (2, 2) or None."""
-    ax.plot(source[:, 0], source[:, 1], "-o", color=SOURCE_COLOR, markersize=5)
-    ax.plot(source[0, 0], source[0, 1], "o", color=SOURCE_COLOR, markersize=9, alpha=0.5)
-    last = source[-1:]  # (1, 2)
+    ax.plot([], [], "-o", color=SOURCE_COLOR, markersize=5)
+    ax.plot([], [], "o", color=SOURCE_COLOR, markersize=9, alpha=0.5)
     if target is not None:
-        path = np.concatenate([last, target])  # (3, 2)
-        ax.plot(path[:, 0], path[:, 1], ":", color=TARGET_COLOR)
-        ax.plot(target[:, 0], target[:, 1], "s", color=TARGET_COLOR, markersize=6)
+        ax.plot([], [], ":", color=TARGET_COLOR)
+        ax.plot([], [], "s", color=TARGET_COLOR, markersize=6)
     if prediction is not None:
-        path = np.concatenate([last, prediction])  # (L + 1, 2)
-        ax.plot(path[:, 0], path[:, 1], "--x", color=PREDICTION_COLOR, markersize=7)
+        ax.plot([], [], "--x", color=PREDICTION_COLOR, markersize=7)
+    _set_square_panel(ax, source, target, prediction)
     ax.set_xlim(-1.6, 1.6)
     ax.set_ylim(-1.6, 1.6)
     ax.set_aspect("equal")
@@ -350,6 +368,34 @@ def _draw_square_panel(ax, source, target, prediction, title) -> None:
     ax.set_xlabel("x", fontsize=8)
     ax.set_ylabel("y", fontsize=8)
     ax.tick_params(labelsize=7)
+
+
+def _set_square_panel(ax, source, target, prediction) -> None:
+    """Give the lines of _draw_square_panel on ax a new source, target and prediction."""
+    lines = iter(ax.lines)
+    next(lines).set_data(source[:, 0], source[:, 1])
+    next(lines).set_data(source[:1, 0], source[:1, 1])
+    last = source[-1:]  # (1, 2)
+    if target is not None:
+        path = np.concatenate([last, target])  # (3, 2)
+        next(lines).set_data(path[:, 0], path[:, 1])
+        next(lines).set_data(target[:, 0], target[:, 1])
+    if prediction is not None:
+        path = np.concatenate([last, prediction])  # (L + 1, 2)
+        next(lines).set_data(path[:, 0], path[:, 1])
+
+
+def update_square_panel(ax, source, target=None, prediction=None) -> None:
+    """Redraw one panel of plot_squares on ax: source (Ls, 2), target and prediction (2, 2)."""
+    source = validation.numpy_array(source, "source")
+    ok = source.ndim == 2 and source.shape[1] == 2 and len(source) > 0
+    validation.with_shape(source, "source", "(Ls, 2)", ok)
+    expected = 2 + 2 * (target is not None) + (prediction is not None)
+    if len(ax.lines) != expected:
+        raise ValueError(f"ax must hold a panel of {expected} lines, got {len(ax.lines)}")
+    target, prediction = (None if x is None else _check_batch(x[None], name, 1, None)[0]
+                          for x, name in ((target, "target"), (prediction, "prediction")))
+    _set_square_panel(ax, source, target, prediction)
 
 
 def _squares_legend(has_target: bool, has_prediction: bool) -> list[Line2D]:
@@ -368,17 +414,18 @@ def plot_squares(
     source, target=None, prediction=None, directions=None, ax=None, ncols=4, lengths=None
 ) -> Figure:
     """One panel per sequence: source (B, Ls, 2), target (B, 2, 2), prediction (B, 2, 2)."""
-    source = _to_numpy(source, "source")
-    _check_shape(source, "source", "(B, Ls, 2)", source.ndim == 3 and source.shape[2] == 2)
+    source = validation.numpy_array(source, "source")
+    validation.with_shape(source, "source", "(B, Ls, 2)", source.ndim == 3 and source.shape[2] == 2)
     count, max_length, _ = source.shape
-    _check_shape(source, "source", "(B, Ls, 2) with B, Ls >= 1", count > 0 and max_length > 0)
+    ok = count > 0 and max_length > 0
+    validation.with_shape(source, "source", "(B, Ls, 2) with B, Ls >= 1", ok)
     if target is not None:
         target = _check_batch(target, "target", count, None)
     if prediction is not None:
         expected_length = target.shape[1] if target is not None else None
         prediction = _check_batch(prediction, "prediction", count, expected_length)
     if directions is not None:
-        directions = _check_vector(directions, "directions", count)
+        directions = validation.numpy_vector(directions, "directions", count)
         if not bool(np.isin(directions, (0, 1)).all()):
             raise ValueError(f"directions must be 0 or 1, got {directions.tolist()}")
         titles = [direction_name(int(d)) for d in directions]
@@ -408,10 +455,11 @@ def plot_squares(
 
 def plot_running_max(scores, running_max, running_sum, ax=None, title=None) -> Figure:
     """Scores read one by one, with the running maximum m and the running sum ℓ after each."""
-    scores = _to_numpy(scores, "scores")
-    _check_shape(scores, "scores", "(L,) with L >= 1", scores.ndim == 1 and scores.size > 0)
-    running_max = _check_vector(running_max, "running_max", scores.size)
-    running_sum = _check_vector(running_sum, "running_sum", scores.size)
+    scores = validation.numpy_array(scores, "scores")
+    ok = scores.ndim == 1 and scores.size > 0
+    validation.with_shape(scores, "scores", "(L,) with L >= 1", ok)
+    running_max = validation.numpy_vector(running_max, "running_max", scores.size)
+    running_sum = validation.numpy_vector(running_sum, "running_sum", scores.size)
     fig, ax = _single_axes(ax, figsize=(7, 3.5))
     positions = np.arange(scores.size)
     ax.plot(positions, scores, "o", color=KEY_COLOR, label="score $s_j$")
@@ -435,8 +483,8 @@ TILE_KINDS = ("skipped", "partly masked", "computed in full")
 
 def tile_kinds(allowed, block_q: int, block_k: int) -> np.ndarray:
     """(tiles of queries, tiles of keys) codes: 0 all masked, 1 partly, 2 nothing masked."""
-    allowed = _to_numpy(allowed, "allowed") > 0
-    _check_shape(allowed, "allowed", "(Lq, Lk)", allowed.ndim == 2 and allowed.size > 0)
+    allowed = validation.numpy_array(allowed, "allowed") > 0
+    validation.with_shape(allowed, "allowed", "(Lq, Lk)", allowed.ndim == 2 and allowed.size > 0)
     block_q = validation.positive_int(block_q, "block_q")
     block_k = validation.positive_int(block_k, "block_k")
     rows = range(0, allowed.shape[0], block_q)
@@ -452,7 +500,7 @@ def tile_kinds(allowed, block_q: int, block_k: int) -> np.ndarray:
 def plot_block_tiling(allowed, block_q: int, block_k: int, ax=None, title=None) -> Figure:
     """A mask (Lq, Lk), True = may attend, cut into tiles of block_q queries by block_k keys."""
     kinds = tile_kinds(allowed, block_q, block_k)
-    allowed = _to_numpy(allowed, "allowed") > 0
+    allowed = validation.numpy_array(allowed, "allowed") > 0
     length_q, length_k = allowed.shape
     fig, ax = _single_axes(ax, figsize=(5, 5))
     ax.imshow(allowed, cmap=colormaps["Greys"], vmin=-0.5, vmax=1.5, aspect="equal")
@@ -480,11 +528,11 @@ def plot_block_tiling(allowed, block_q: int, block_k: int, ax=None, title=None) 
 
 def plot_rotations(vector, angles, labels=None, ax=None, title="A pair rotated by p * omega_i"):
     """Arrows for a pair `vector` (2,) turned by each of `angles` (P,) radians, labelled."""
-    vector = _check_vector(vector, "vector", 2)
-    angles = _check_vector(angles, "angles")
+    vector = validation.numpy_vector(vector, "vector", 2)
+    angles = validation.numpy_vector(angles, "angles")
     if labels is None:
         labels = [f"{a:.2f} rad" for a in angles]
-    labels = _check_labels(labels, len(angles), "labels")
+    labels = validation.labels(labels, len(angles), "labels")
     fig, ax = _single_axes(ax, figsize=(4, 4))
     radius = float(np.hypot(*vector))
     ax.add_patch(Circle((0.0, 0.0), radius, fill=False, color="grey", alpha=0.3, linestyle="--"))
@@ -499,9 +547,9 @@ def plot_rotations(vector, angles, labels=None, ax=None, title="A pair rotated b
 
 def plot_gram_matrix(vectors, ax=None, title="Dot products between rows", label="position"):
     """Heatmap of the dot products vectors @ vectors.T of rows (L, d), with a colour bar."""
-    array = _to_numpy(vectors, "vectors")
+    array = validation.numpy_array(vectors, "vectors")
     ok = array.ndim == 2 and array.shape[0] > 0 and array.shape[1] > 0
-    _check_shape(array, "vectors", "(L, d) with L, d >= 1", ok)
+    validation.with_shape(array, "vectors", "(L, d) with L, d >= 1", ok)
     gram = array @ array.T  # (L, L)
     fig, ax = _single_axes(ax, figsize=(5, 4))
     image = ax.imshow(gram, cmap="viridis")
@@ -514,16 +562,18 @@ def plot_gram_matrix(vectors, ax=None, title="Dot products between rows", label=
 
 def plot_scores_by_offset(offsets, curves, ax=None, title="Score against offset", ylabel="score"):
     """One line per {label: scores (O,)} of `curves` against offsets (O,), offsets > 0, log x."""
-    offsets = _check_vector(offsets, "offsets")
+    offsets = validation.numpy_vector(offsets, "offsets")
     if not isinstance(curves, Mapping) or not curves:
         raise ValueError(f"curves must be a non-empty mapping of label to scores, got {curves!r}")
+    curves = {label: validation.numpy_vector(scores, f"curves[{label!r}]", len(offsets))
+              for label, scores in curves.items()}
     fig, ax = _single_axes(ax, figsize=(6, 3.5))
-    positive = offsets > 0
-    for label, scores in curves.items():
-        scores = _check_vector(scores, f"curves[{label!r}]", len(offsets))
-        ax.plot(offsets[positive], scores[positive], label=str(label), linewidth=1.2)
+    for _ in curves:
+        ax.plot([], [], linewidth=1.2)
     ax.axhline(0.0, color="grey", linewidth=0.8)
     ax.set_xscale("log")
+    _set_scores_by_offset(ax, offsets, curves)
+    positive = offsets > 0
     largest = float(offsets[positive].max()) if positive.any() else 1.0
     ax.xaxis.set_major_locator(FixedLocator([4.0**i for i in range(32) if 4.0**i <= largest]))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
@@ -533,3 +583,28 @@ def plot_scores_by_offset(offsets, curves, ax=None, title="Score against offset"
     ax.set_title(title)
     ax.legend(fontsize=8)
     return fig
+
+
+def _set_scores_by_offset(ax, offsets, curves) -> None:
+    """Give the first len(curves) lines on ax the curves' scores (O,) at offsets > 0 and labels;
+    fit the limits to every line, the line at 0 included."""
+    positive = offsets > 0
+    for line, (label, scores) in zip(ax.lines, curves.items(), strict=False):
+        scores = validation.numpy_vector(scores, f"curves[{label!r}]", len(offsets))
+        line.set_data(offsets[positive], scores[positive])
+        line.set_label(str(label))
+    ax.relim()
+    ax.autoscale_view()
+
+
+def update_scores_by_offset(ax, offsets, curves) -> None:
+    """Redraw plot_scores_by_offset's curves on ax: new scores and labels, the limits rescaled."""
+    offsets = validation.numpy_vector(offsets, "offsets")
+    legend = ax.get_legend()
+    drawn = len(legend.get_texts()) if legend is not None else len(ax.lines) - 1
+    if not isinstance(curves, Mapping) or len(curves) != drawn:
+        raise ValueError(f"curves must be a mapping of {drawn} labels to scores, got {curves!r}")
+    _set_scores_by_offset(ax, offsets, curves)
+    if legend is not None:
+        for text, label in zip(legend.get_texts(), curves, strict=True):
+            text.set_text(str(label))

@@ -15,7 +15,7 @@ from torch import nn
 from utils import validation
 from utils.data import Batches, make_squares, squares_tensors
 from utils.seq2seq import source_mask
-from utils.training import History, evaluate, fit, seeded
+from utils.training import History, fit, loader_loss, seeded
 
 
 @dataclass(frozen=True)
@@ -101,7 +101,7 @@ def _below(threshold, val_batches):
     def stop(model, epoch):
         if epoch % STOP_CHECK_EPOCHS:
             return False
-        return evaluate(model, val_batches, forward=seq2seq_forward) < threshold
+        return loader_loss(model, val_batches, forward=seq2seq_forward) < threshold
 
     return stop
 
@@ -150,5 +150,5 @@ def train_seq2seq(
         stop=stop,
     )
     seconds = time.perf_counter() - start
-    test_mse = evaluate(model, test_batches, forward=seq2seq_forward)
+    test_mse = loader_loss(model, test_batches, forward=seq2seq_forward)
     return TrainingResult(model, history, test_mse, seconds)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -19,28 +19,6 @@ class History:
 
     train_loss: list[float] = field(default_factory=list)
     val_loss: list[float] = field(default_factory=list)
-
-
-def _check_model(model) -> None:
-    """Raise ValueError unless model is a torch.nn.Module, or is called and switched like one."""
-    if isinstance(model, nn.Module):
-        return
-    if callable(model) and all(callable(getattr(model, name, None)) for name in ("eval", "train")):
-        return  # e.g. a model that lives in another process, reached through a proxy
-    raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-
-
-
-def _check_optional_callable(value, name: str) -> None:
-    """Raise ValueError if value is neither None nor callable."""
-    if value is not None and not callable(value):
-        raise ValueError(f"{name} must be callable or None, got {type(value).__name__}")
-
-
-def _check_loader(loader, name: str) -> None:
-    """Raise ValueError if loader is not an iterable of batches."""
-    if loader is None or not isinstance(loader, Iterable):
-        raise ValueError(f"{name} must be an iterable of (x, y, ...) batches, got {loader!r}")
 
 
 def _prediction(output) -> torch.Tensor:
@@ -96,16 +74,16 @@ def fit(
     stop, if given, is called as stop(model, epoch) after each epoch (epoch counts from 1) and
     ends the training early when it returns True.
     """
-    _check_model(model)
-    _check_loader(train_loader, "train_loader")
+    validation.module(model)
+    validation.batches(train_loader, "train_loader")
     if val_loader is not None:
-        _check_loader(val_loader, "val_loader")
+        validation.batches(val_loader, "val_loader")
     validation.positive_int(epochs, "epochs")
     lr = validation.positive_number(lr, "lr")
     validation.seed(seed)
-    _check_optional_callable(loss_fn, "loss_fn")
-    _check_optional_callable(forward, "forward")
-    _check_optional_callable(stop, "stop")
+    validation.optional_callable(loss_fn, "loss_fn")
+    validation.optional_callable(forward, "forward")
+    validation.optional_callable(stop, "stop")
     parameters = [p for p in model.parameters() if p.requires_grad]
     if not parameters:
         raise ValueError("model must have at least one trainable parameter, got none")
@@ -119,19 +97,19 @@ def fit(
             model.train()
             history.train_loss.append(_run_epoch(model, train_loader, loss_fn, forward, optimizer))
             if val_loader is not None:
-                history.val_loss.append(evaluate(model, val_loader, loss_fn, forward))
+                history.val_loss.append(loader_loss(model, val_loader, loss_fn, forward))
             if stop is not None and stop(model, epoch):
                 break
     model.eval()
     return history
 
 
-def evaluate(model, loader, loss_fn=None, forward=None) -> float:
+def loader_loss(model, loader, loss_fn=None, forward=None) -> float:
     """Mean loss per sample of model over loader's batches (x, y[, *extra]), in eval mode."""
-    _check_model(model)
-    _check_loader(loader, "loader")
-    _check_optional_callable(loss_fn, "loss_fn")
-    _check_optional_callable(forward, "forward")
+    validation.module(model)
+    validation.batches(loader, "loader")
+    validation.optional_callable(loss_fn, "loss_fn")
+    validation.optional_callable(forward, "forward")
     model.eval()
     with torch.no_grad():
         loss_fn = loss_fn or nn.MSELoss()
@@ -140,7 +118,7 @@ def evaluate(model, loader, loss_fn=None, forward=None) -> float:
 
 def predict_with_weights(model, x, **kwargs):
     """The whole output of model(x, **kwargs) in eval mode, no gradients: e.g. (pred, weights)."""
-    _check_model(model)
+    validation.module(model)
     if not isinstance(x, torch.Tensor):
         raise ValueError(f"x must be a torch.Tensor, got {type(x).__name__}")
     model.eval()
@@ -154,16 +132,12 @@ def predict(model, x, **kwargs) -> torch.Tensor:
 
 
 @contextmanager
-def _forked_seed(seed: int):
-    """Run the block with the torch RNG seeded to seed, then restore the previous RNG state."""
+def seeded(seed):
+    """Run the block with torch's RNG seeded to seed, then restore the previous RNG state."""
+    seed = validation.seed(seed)
     with torch.random.fork_rng():
         torch.manual_seed(seed)
         yield
-
-
-def seeded(seed):
-    """Context manager: seed torch's RNG inside the block and restore its state afterwards."""
-    return _forked_seed(validation.seed(seed))
 
 
 @contextmanager
@@ -206,5 +180,5 @@ def one_cycle_steps(
 
 def count_parameters(model, trainable_only=True) -> int:
     """Number of scalar parameters in model (only those requiring grad if trainable_only)."""
-    _check_model(model)
+    validation.module(model)
     return sum(p.numel() for p in model.parameters() if p.requires_grad or not trainable_only)

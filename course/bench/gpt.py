@@ -36,7 +36,7 @@ import time
 import torch
 
 from course.bench.cli import lesson_main
-from course.build import submissions
+from course.coursedir import scratch
 from utils import gpt, text
 from utils.timing import torch_threads
 
@@ -111,7 +111,7 @@ def student_gpt(namespace, vocabulary, train_ids, valid_ids, steps, n_kv_heads=N
 
 def run(repeats=3, num_threads=1, steps=STEPS, student_steps=STUDENT_STEPS):
     """The figures of lesson 10, as {name: value}."""
-    namespace = submissions.load_solution(ASSIGNMENT)
+    namespace = scratch.load_solution(ASSIGNMENT)
     with torch_threads(num_threads), torch.random.fork_rng():
         vocabulary, train_ids, valid_ids = corpus_split()
         model, valid_loss, seconds = trained_model(vocabulary, train_ids, valid_ids, steps)

@@ -23,7 +23,7 @@ import torch
 from torch import nn
 
 from course.bench.cli import lesson_main
-from course.build import submissions
+from course.coursedir import scratch
 from utils.timing import alternate_seconds, torch_threads
 
 ASSIGNMENT = "07_multihead_attention"
@@ -45,7 +45,7 @@ def torch_layer_like(layer):
 
 def run(repeats=21, warmup=3, num_threads=1, seed=0):
     """Median forward seconds of the lab's MultiHeadAttention and of nn.MultiheadAttention."""
-    namespace = submissions.load_solution(ASSIGNMENT)
+    namespace = scratch.load_solution(ASSIGNMENT)
     with torch_threads(num_threads):
         with torch.random.fork_rng():
             torch.manual_seed(seed)

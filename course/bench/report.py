@@ -5,7 +5,7 @@
   grades a class of 40 solution submissions of lab 01, everything included (nbgrader's start,
   the gradebook);
   `..._unforked` the same with kernels started the ordinary way instead of forked
-  (`course.grading.fastkernel`);
+  (`course.grading.kernels.provisioner`);
 * `class_autograde_seconds_sequential` and `class_autograde_seconds_parallel`: wall seconds for
   `make autograde` (`course.instructor.autograde`) to grade the same class of 40 solution
   submissions of lab 01 with one worker (JOBS=1) and with one per core, and
@@ -30,8 +30,8 @@ import time
 from pathlib import Path
 
 from course import instructor
-from course.build import notebooks, paths
-from course.build.submissions import autograde, fill, scratch_course, solution_cells, submit
+from course.coursedir import notebooks, paths
+from course.coursedir.scratch import autograde, fill, scratch_course, solution_cells, submit
 from course.grading import pool
 
 LESSON_BENCHMARKS = [

@@ -2,7 +2,7 @@
 
 The code measured is the lab's own solution: the solution cells of
 source/09_attention_at_scale/09_attention_at_scale_lab.ipynb, executed in a fresh namespace after
-the import statements of the lab's setup cell (see course.build.submissions.load_solution).
+the import statements of the lab's setup cell (see course.coursedir.scratch.load_solution).
 
 * `chunked_attention_peak_ratio`: the peak extra memory of attention that builds the weights
   (scores, softmax, product with the values) over that of the lab's `chunked_attention`, one
@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 
 from course.bench.cli import lesson_main
-from course.build import submissions
+from course.coursedir import scratch
 from utils.memory import peak_memory
 from utils.timing import call_seconds, torch_threads
 
@@ -87,7 +87,7 @@ def kv_cache_speedup(namespace, repeats):
 
 def run(repeats=5, num_threads=1, seed=0):
     """The three figures of lab 09, as {name: value}."""
-    namespace = submissions.load_solution(ASSIGNMENT)
+    namespace = scratch.load_solution(ASSIGNMENT)
     with torch_threads(num_threads):
         with torch.random.fork_rng():
             torch.manual_seed(seed)

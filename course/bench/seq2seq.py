@@ -5,7 +5,7 @@ source/06_seq2seq_attention/06_seq2seq_attention_lab.ipynb, executed in a fresh 
 the import statements of the lab's setup cell (only its imports: the rest of that cell seeds the
 random generator and changes the number of threads of the whole process). The plain model is the
 lecture's own `PlainEncoderDecoder`, loaded from notebooks/06_seq2seq_attention.ipynb in the same
-way (`course.build.notebooks.load_definitions`).
+way (`course.coursedir.notebooks.load_definitions`).
 
 Both models train with `utils.recipe.RECIPE`, the recipe of the lecture and of the lab's training
 test (same data, hidden size, batch size, epochs and learning rate), from each of the seeds 0-4,
@@ -25,7 +25,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from course.bench.cli import lesson_main
-from course.build import notebooks, paths, submissions
+from course.coursedir import notebooks, paths, scratch
 from utils.data import TARGET_LENGTH
 from utils.recipe import RECIPE, train_seq2seq
 from utils.seq2seq import N_FEATURES, Encoder
@@ -77,7 +77,7 @@ def median_figures(build, recipe, seeds):
 
 def run(num_threads=2, recipe=RECIPE, root=paths.ROOT, seeds=SEEDS) -> dict:
     """Median test MSE and training seconds over seeds: the lab's attention model, the plain one."""
-    build_attention = attention_builder(submissions.load_solution(ASSIGNMENT, root), recipe)
+    build_attention = attention_builder(scratch.load_solution(ASSIGNMENT, root), recipe)
     build_baseline = plain_builder(recipe, root)
 
     with torch_threads(num_threads):

@@ -26,7 +26,7 @@ import torch
 from torch import nn
 
 from course.bench.cli import lesson_main
-from course.build import submissions
+from course.coursedir import scratch
 from utils.timing import alternate_seconds, torch_threads
 from utils.transformer import TinyCausalLM, reversal_accuracy, reversal_data, train_reversal
 
@@ -96,7 +96,7 @@ def toy_lm(namespace, seeds=TOY_SEEDS):
 def run(repeats=21, warmup=3, num_threads=1, seed=0, seeds=TOY_SEEDS):
     """The lesson's figures: block vs PyTorch timing, the toy model's accuracy and training time."""
     with torch_threads(num_threads):
-        namespace = submissions.load_solution(ASSIGNMENT)
+        namespace = scratch.load_solution(ASSIGNMENT)
         return {**block_ratio(namespace, repeats, warmup, seed), **toy_lm(namespace, seeds)}
 
 

@@ -1,14 +1,17 @@
 """Autograde a class on several cores: worker processes that each grade one submission at a time.
 
-Each worker (`course.grading.worker`) is a long-lived nbgrader; the pool hands the next student
-to whichever worker is free, so a slow, hanging or crashing submission holds up only its own
-worker. The workers share one kernel zygote (`course.grading.zygote`), started with them, which
-forks every worker's sandboxed kernels. A worker that dies, or takes longer than the limit on one
+Each worker (`python -m course.grading.pool ASSIGNMENT [NBGRADER_OPTION...]`, the end of this
+file) is a long-lived nbgrader; the pool hands the next student to whichever worker is free, so
+a slow, hanging or crashing submission holds up only its own worker. The workers share one
+kernel zygote (`course.grading.kernels.zygote`), started with them, which forks every worker's
+sandboxed kernels (unsandboxed ones when the workers' command line says
+``--ForkingExecute.sandbox=False``). A worker that dies, or takes longer than the limit on one
 submission, is killed and replaced (the zygote kills the kernels forked for it); that submission
 is reported not graded and its unfinished folder is graded again by the next run
 (`instructor.discard_unfinished`).
 """
 
+import ctypes
 import json
 import os
 import select
@@ -21,8 +24,8 @@ import zlib
 from collections import deque
 from dataclasses import dataclass
 
-from course.build.nbgrader_run import nbgrader_environment
-from course.grading import sandbox, zygote
+from course.coursedir.nbgrader_run import nbgrader_environment
+from course.grading.kernels import sandbox, zygote
 
 # A submission still being graded after this long is stopped (each test already has its own
 # limit, c.Execute.timeout: this catches a grader that is stuck outside any test).
@@ -70,13 +73,19 @@ def students_of_share(students, index, count):
     return [s for s in students if zlib.crc32(s.encode("utf-8")) % count == index]
 
 
-class Worker:
-    """One `course.grading.worker` process and the student it is grading, if any."""
+def worker_command(assignment, sandboxed=True):
+    """The command of a worker: the lab, then nbgrader options, as on nbgrader's command line."""
+    options = [] if sandboxed else ["--ForkingExecute.sandbox=False"]
+    return [sys.executable, "-m", "course.grading.pool", assignment, *options]
 
-    def __init__(self, assignment, root, environment):
+
+class Worker:
+    """One `course.grading.pool` process and the student it is grading, if any."""
+
+    def __init__(self, command, root, environment):
         self.log = tempfile.TemporaryFile("w+", encoding="utf-8")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "course.grading.worker", assignment],
+            command,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self.log,
@@ -173,20 +182,23 @@ def grade_class(
     assignment,
     students,
     root,
-    environment=None,
     jobs=None,
     limit=SUBMISSION_LIMIT_SECONDS,
     progress=None,
+    sandboxed=True,
 ):
-    """Autograde `students` on `jobs` workers (None: every core); return {student: Outcome}."""
+    """Autograde `students` on `jobs` workers (None: every core); return {student: Outcome}.
+
+    Each student's kernel runs in a sandbox of its own unless `sandboxed` is False.
+    """
     jobs = min(checked_jobs(jobs), len(students))
     progress = progress or Progress(assignment, len(students))
     sandbox.sweep_kernel_folders()  # what the kernels of a killed run left
-    with zygote.shared() as address:
-        environment = {**(environment or {}), **address}
-        workers = [Worker(assignment, root, environment) for _ in range(jobs)]
+    command = worker_command(assignment, sandboxed)
+    with zygote.shared() as environment:
+        workers = [Worker(command, root, environment) for _ in range(jobs)]
         try:
-            return hand_out(students, workers, (assignment, root, environment, limit), progress)
+            return hand_out(students, workers, (command, root, environment, limit), progress)
         finally:
             progress.close()
             for worker in workers:
@@ -206,7 +218,7 @@ def hand_out(students, workers, setting, progress):
     return outcomes
 
 
-def collect(workers, assignment, root, environment, limit):
+def collect(workers, command, root, environment, limit):
     """Wait a moment for answers; replace workers that died or overran. The outcomes received."""
     busy = [worker.process.stdout for worker in workers if worker.student is not None]
     ready, _, _ = select.select(busy, [], [], POLL_SECONDS)
@@ -223,6 +235,75 @@ def collect(workers, assignment, root, environment, limit):
             continue
         if worker.student is not None:
             worker.stop()
-            workers[index] = Worker(assignment, root, environment)
+            workers[index] = Worker(command, root, environment)
         outcomes.append(outcome)
     return outcomes
+
+
+# The worker's side: one process, run from the course root, that reads student ids on stdin, one
+# a line, autogrades each with nbgrader's own API (the `Autograde` converter of `nbgrader
+# autograde`, configured by nbgrader_config.py) and answers each with one JSON line on stdout:
+# {"student", "success", "log", "error"}. It dies with the process that started it.
+
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent():
+    """Ask Linux to kill this process when the process that started it ends."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() == 1:  # the parent is already gone
+        sys.exit(1)
+
+
+def nbgrader_api(options=()):
+    """nbgrader's API, configured from the current folder and `options` as `nbgrader` would be."""
+    zygote.skip_slow_unused_imports()  # before nbgrader imports nbformat
+    from nbgrader.apps import NbGraderAPI
+    from nbgrader.apps.nbgraderapp import NbGraderApp
+
+    from course.coursedir import gradebook_db
+
+    app = NbGraderApp()
+    app.initialize(list(options))
+    api = NbGraderAPI(config=app.config)
+    api.coursedir.db_url = gradebook_db.shared_url(api.coursedir.db_url)
+    return api
+
+
+def answer_channel():
+    """A private copy of stdout for the answers; fd 1 then goes to stderr, so no print mixes in."""
+    channel = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)
+    return channel
+
+
+def grade(api, assignment, student):
+    """Autograde one student's submission (kept if already graded); the answer to send back."""
+    result = api.autograde(assignment, student, force=False, create=True)
+    return {
+        "student": student,
+        "success": bool(result.get("success")),
+        "log": result.get("log", ""),
+        "error": result.get("error", ""),
+    }
+
+
+def main(argv=None):
+    """A worker, `python -m course.grading.pool ASSIGNMENT [OPTION...]`: grades stdin's students."""
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or argv[0].startswith("-"):
+        raise SystemExit("usage: python -m course.grading.pool ASSIGNMENT [NBGRADER_OPTION...]")
+    assignment, *options = argv
+    die_with_parent()
+    channel = answer_channel()
+    api = nbgrader_api(options)
+    for line in sys.stdin:
+        student = line.strip()
+        if student:
+            channel.write(json.dumps(grade(api, assignment, student)) + "\n")
+            channel.flush()
+
+
+if __name__ == "__main__":
+    main()

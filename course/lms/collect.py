@@ -2,7 +2,7 @@
 
 Put what "download all submissions" gave you in ``downloaded/<assignment>/archive/``: the zip of
 the whole class, one zip per student, or the files unpacked. Canvas, Moodle and Blackboard names
-are recognised (see ``course.lms.formats``). Each student's notebook lands in
+are recognised (see ``course.lms.names``). Each student's notebook lands in
 ``submitted/<student>/<assignment>/<assignment>_lab.ipynb`` with a ``timestamp.txt``, and
 ``downloaded/<assignment>/collected.json`` remembers each one's LMS, id and downloaded name, for
 the grades and the feedback that go back.
@@ -16,16 +16,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path, PurePosixPath
 
-from course.build import paths
-from course.lms.formats import (
-    LMS_NAMES,
-    VALID_STUDENT_ID,
-    parse_download,
-    read_roster,
-    roster_entry,
-    split_name,
-    zip_entry_name,
-)
+from course.coursedir import gradebook_db, paths
+from course.lms.names import LMS_NAMES, VALID_STUDENT_ID, parse_download, zip_entry_name
+from course.lms.roster import read_roster, roster_entry, split_name
 
 MANIFEST = "collected.json"
 ROSTER = "roster.csv"
@@ -207,6 +200,15 @@ def read_manifest(root, assignment):
     return json.loads(path.read_text())["students"]
 
 
+def record_names(root, names):
+    """Put the students' names (student id -> (first, last)) in the course's gradebook."""
+    if not names:
+        return
+    with gradebook_db.open_gradebook(root) as book:
+        for student, (first, last) in names.items():
+            book.update_or_create_student(student, first_name=first, last_name=last)
+
+
 @dataclass
 class Report:
     """The lists that a collect summary prints."""
@@ -231,10 +233,10 @@ class Report:
     def text(self, manifest):
         """The summary printed by `make collect`."""
         lab = paths.lab_filename(self.assignment)
-        formats = " + ".join(LMS_NAMES[name] for name in sorted(self.lms)) or "no LMS"
+        systems = " + ".join(LMS_NAMES[name] for name in sorted(self.lms)) or "no LMS"
         late = f" ({len(self.late)} late)" if self.late else ""
         lines = [
-            f"{self.assignment}: {formats} export, {len(manifest)} students in submitted/{late}"
+            f"{self.assignment}: {systems} export, {len(manifest)} students in submitted/{late}"
         ]
         sections = [
             (f"renamed, collected as {lab}", self.renamed),

@@ -11,9 +11,11 @@ It needs Chromium (Debian's `chromium` package; `.ci/run` installs it) and is no
 """
 
 import json
+import os
 import re
 import secrets
 import shutil
+import statistics
 import time
 import urllib.request
 from pathlib import Path
@@ -23,8 +25,8 @@ from local_servers import SCREENSHOTS, jupyter
 from pages_check import run_instructor, submission_url
 from playwright.sync_api import expect
 
-from course.build import gradebook_db, notebooks, paths
-from course.build.submissions import fill, scratch_course, solution_cells, submit
+from course.coursedir import gradebook_db, notebooks, paths
+from course.coursedir.scratch import fill, scratch_course, solution_cells, submit
 
 LAB = "01_softmax"
 WRONG_SOFTMAX = "def softmax(scores, dim=-1):\n    e = scores.exp()\n    return e / e.sum()\n"
@@ -230,6 +232,50 @@ def figure_and_readout(cell):
     return image.get_attribute("src"), readout.inner_text()
 
 
+# In the page: note when Enter sets a control's value, and when a new figure has shown after it
+# (its src changed in the cell's outputs and the image decoded), on the page's clock.
+WATCH_REDRAW = """cell => {
+  const figures = () => Array.from(cell.querySelectorAll('.jp-OutputArea-output img'));
+  const before = figures().map(image => image.src).join();
+  window.redrawTimes = {valueSet: null, figureShown: null};
+  document.addEventListener('keydown', event => {
+    if (event.key === 'Enter' && window.redrawTimes.valueSet === null) {
+      window.redrawTimes.valueSet = performance.now();
+    }
+  }, {capture: true});
+  const observer = new MutationObserver(() => {
+    const images = figures();
+    if (images.map(image => image.src).join() === before) return;
+    observer.disconnect();
+    Promise.all(images.map(image => image.decode().catch(() => null)))
+      .then(() => { window.redrawTimes.figureShown = performance.now(); });
+  });
+  observer.observe(cell, {subtree: true, childList: true, attributes: true,
+                          attributeFilter: ['src']});
+}"""
+REDRAW_MS = """() => window.redrawTimes.figureShown === null ? null
+  : window.redrawTimes.figureShown - window.redrawTimes.valueSet"""
+
+
+MORE_TEMPERATURES = ("0.6", "1.5", "3.0", "0.8")  # further moves, timed too
+
+
+def move_control(page, cell, slider, value):
+    """Type value into the slider's readout and press Enter; the ms until the new figure showed."""
+    before_text = cell.locator(".jp-OutputArea-output pre").last.inner_text()
+    readout_field = slider.locator(".widget-readout")
+    readout_field.click()
+    page.keyboard.press("Control+A")
+    page.keyboard.type(value)
+    cell.evaluate(WATCH_REDRAW)
+    page.keyboard.press("Enter")
+    expect(cell.locator(".jp-OutputArea-output pre").last).not_to_have_text(
+        before_text, timeout=30_000
+    )
+    page.wait_for_function("() => window.redrawTimes.figureShown !== null", timeout=30_000)
+    return page.evaluate(REDRAW_MS)
+
+
 def test_moving_a_lecture_control_redraws_its_figure_and_readout(browser, server):
     page = open_lab(browser, server, f"notebooks/{LECTURE}")
     index = cell_index(page, CONTROL_CALL)
@@ -241,19 +287,16 @@ def test_moving_a_lecture_control_redraws_its_figure_and_readout(browser, server
     cell.scroll_into_view_if_needed()
     SCREENSHOTS.mkdir(exist_ok=True)
     page.screenshot(path=SCREENSHOTS / "control_before.png")
-    readout_field = slider.locator(".widget-readout")
-    readout_field.click()
-    page.keyboard.press("Control+A")
-    page.keyboard.type("0.3")
-    page.keyboard.press("Enter")
-    expect(cell.locator(".jp-OutputArea-output pre").last).not_to_have_text(
-        before_text, timeout=30_000
-    )
+    first_ms = move_control(page, cell, slider, "0.3")
     after_image, after_text = figure_and_readout(cell)
     page.screenshot(path=SCREENSHOTS / "control_after.png")
     assert re.search(r"T = 0\.30", after_text), after_text
     assert after_image != before_image, "the figure did not change"
+    times = [first_ms] + [move_control(page, cell, slider, value) for value in MORE_TEMPERATURES]
     print(f"readout before: {before_text!r}; after: {after_text!r}")
+    print(f"control to new figure in the browser, ms: {', '.join(f'{t:.0f}' for t in times)}; "
+          f"median {statistics.median(times):.0f} (load average {os.getloadavg()[0]:.1f} on "
+          f"{os.cpu_count()} cores)")
     page.close()
 
 

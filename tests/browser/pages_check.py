@@ -22,9 +22,9 @@ import pytest
 from local_servers import SCREENSHOTS, free_port, jupyter
 from nbconvert.exporters import HTMLExporter
 
-from course.build import gradebook_db, notebooks, paths
-from course.build.nbgrader_run import instructor as run_instructor
-from course.build.submissions import fill, scratch_course, solution_cells, submit
+from course.coursedir import gradebook_db, notebooks, paths
+from course.coursedir.nbgrader_run import instructor as run_instructor
+from course.coursedir.scratch import fill, scratch_course, solution_cells, submit
 
 LAB = "01_softmax"
 NOTEBOOK = paths.lab_filename(LAB)

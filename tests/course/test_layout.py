@@ -1,67 +1,67 @@
-"""The packages of course/ import one way, never another's private names; utils/ imports none."""
+"""The packages of course/ import one way, never another's private names; utils/ imports none.
+
+Which package may import which is import-linter's `[tool.importlinter]` contracts in
+pyproject.toml; the checks it cannot express are here.
+"""
 
 import ast
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
-from course.build import paths
+from course.coursedir import paths
+from course.coursedir.nbgrader_run import nbgrader_environment
 
-# Each role may import the roles before it, never one after it.
-ROLES = ["build", "grading", "lms", "instructor", "bench"]
-
-
-def role_of(module):
-    """The role of a dotted module name under course, e.g. course.grading.judge -> grading."""
-    parts = module.split(".")
-    return parts[1] if len(parts) > 1 and parts[0] == "course" else None
+COURSE = paths.ROOT / "course"
+COURSE_FILES = sorted(COURSE.rglob("*.py"))
+PACKAGES = sorted(init.parent for init in COURSE.rglob("__init__.py"))
 
 
-def course_imports(path):
-    """(module, names) for each `import` or `from ... import` of course in the file at path."""
-    found = []
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("course"):
-            names = [alias.name for alias in node.names]
-            if node.module == "course":  # from course import instructor
-                found += [(f"course.{name}", []) for name in names]
-            else:
-                found.append((node.module, names))
-        elif isinstance(node, ast.Import):
-            found += [(a.name, []) for a in node.names if a.name.startswith("course")]
-    return found
+def package_of_file(path):
+    """The dotted name of the package of a file: course/grading/pool.py -> course.grading."""
+    return ".".join(path.parent.relative_to(paths.ROOT).parts)
 
 
-def module_role(path):
-    """The role of a file under course/: its package, or instructor."""
-    relative = path.relative_to(paths.ROOT / "course")
-    return relative.parts[0] if len(relative.parts) > 1 else relative.stem
+def package_of(module):
+    """The package whose name `module` is: itself if a package, else the package that holds it."""
+    folder = paths.ROOT.joinpath(*module.split("."))
+    return module if (folder / "__init__.py").exists() else module.rpartition(".")[0]
 
 
-COURSE_FILES = sorted((paths.ROOT / "course").rglob("*.py"))
+def private_names_imported(path):
+    """(module, name) for each private name the file imports from a module of course."""
+    return [
+        (node.module, alias.name)
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("course")
+        for alias in node.names
+        if alias.name.startswith("_") and not alias.name.startswith("__")
+    ]
+
+
+def test_the_import_contracts_of_pyproject_hold():
+    lint_imports = Path(sys.executable).with_name("lint-imports")
+    result = subprocess.run(
+        [str(lint_imports), "--no-cache", "--no-logo"],
+        cwd=paths.ROOT,
+        capture_output=True,
+        text=True,
+        env=nbgrader_environment(),
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "0 broken" in result.stdout, result.stdout
 
 
 @pytest.mark.parametrize("path", COURSE_FILES, ids=lambda p: str(p.relative_to(paths.ROOT)))
-def test_a_role_imports_only_the_roles_before_it(path):
-    role = module_role(path)
-    if role == "__init__":
-        return
-    for module, names in course_imports(path):
-        target = role_of(module)
-        assert target in ROLES, f"{path.name} imports {module}, which belongs to no role"
-        assert ROLES.index(target) <= ROLES.index(role), f"{role} must not import {module}"
-        if target != role:
-            private = [name for name in names if name.startswith("_")]
-            assert not private, f"{path.name} reaches into {module} for {private}"
+def test_a_private_name_is_imported_only_within_its_own_package(path):
+    package = package_of_file(path)
+    for module, name in private_names_imported(path):
+        assert package_of(module) == package, f"{path.name} reaches into {module} for {name}"
 
 
-def test_utils_imports_nothing_from_course():
-    for path in sorted((paths.ROOT / "utils").rglob("*.py")):
-        assert not course_imports(path), f"utils/{path.name} imports from course/"
-
-
-@pytest.mark.parametrize("package", [*ROLES[:3], ROLES[4]])
+@pytest.mark.parametrize("package", PACKAGES, ids=lambda p: str(p.relative_to(paths.ROOT)))
 def test_each_package_says_what_it_owns_and_may_import(package):
-    init = paths.ROOT / "course" / package / "__init__.py"
-    assert init.exists(), f"course/{package}/ has no __init__.py"
-    docstring = ast.get_docstring(ast.parse(init.read_text())) or ""
-    assert "import" in docstring.lower(), f"course/{package}/__init__.py: say what it may import"
+    docstring = ast.get_docstring(ast.parse((package / "__init__.py").read_text())) or ""
+    assert "import" in docstring.lower(), f"{package.name}/__init__.py: say what it may import"

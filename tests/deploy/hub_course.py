@@ -22,7 +22,7 @@ import psutil
 import requests
 from local_servers import free_port
 
-from course.build import paths
+from course.coursedir import paths
 
 DEPLOY = paths.ROOT / "deploy"  # installed for each class by install_deploy, as /opt/course/deploy
 PREFIX = "attn-hub-"
@@ -135,12 +135,14 @@ def class_python(folder):
 
 
 def install_utils(venv):
-    """Put a copy of utils/ in the venv's site-packages, for a clone that users cannot read."""
+    """Put copies of utils/ and course/ in the venv's site-packages, for a clone that users
+    cannot read (the grader's zygote imports the installed `course`)."""
     site = next(venv.glob("lib/python3*/site-packages"))
     for editable in site.glob("__editable__*"):
         editable.unlink()  # it points into the clone
     ignore = shutil.ignore_patterns("__pycache__")
-    shutil.copytree(paths.ROOT / "utils", site / "utils", ignore=ignore)
+    for package in ("utils", "course"):
+        shutil.copytree(paths.ROOT / package, site / package, ignore=ignore)
 
 
 def copy_tree(source, target):
@@ -231,11 +233,12 @@ def run_as(user, command, environment, cwd=None, timeout=600):
     )
 
 
-def overlay_config(folder, ports, token, deploy):
-    """The test's own hub configuration: deploy/'s, on loopback ports, with an admin service."""
+def overlay_config(folder, ports, token, deploy, config="jupyterhub_config.py"):
+    """The test's own hub configuration: deploy/'s `config`, on loopback ports, with an admin
+    service."""
     text = f'''
 c = get_config()  # noqa: F821
-load_subconfig({str(deploy / "jupyterhub_config.py")!r})  # noqa: F821
+load_subconfig({str(deploy / config)!r})  # noqa: F821
 c.JupyterHub.bind_url = "http://127.0.0.1:{ports[0]}"
 c.JupyterHub.hub_bind_url = "http://127.0.0.1:{ports[1]}"
 c.ConfigurableHTTPProxy.api_url = "http://127.0.0.1:{ports[2]}"
@@ -246,7 +249,8 @@ c.JupyterHub.pid_file = {str(folder / "jupyterhub.pid")!r}
 c.JupyterHub.services = [{{"name": {SERVICE!r}, "api_token": {token!r}}}]
 c.JupyterHub.load_roles = [*c.JupyterHub.load_roles, {{
     "name": {SERVICE!r}, "services": [{SERVICE!r}],
-    "scopes": ["admin:users", "admin:servers", "tokens", "read:groups", "access:servers"],
+    "scopes": ["admin:users", "admin:servers", "admin:auth_state", "tokens", "read:groups",
+               "access:servers"],
 }}]
 '''
     path = folder / "jupyterhub_config.py"
@@ -257,12 +261,12 @@ c.JupyterHub.load_roles = [*c.JupyterHub.load_roles, {{
 class Hub:
     """A JupyterHub started from deploy/jupyterhub_config.py in `folder`, until `stop`."""
 
-    def __init__(self, folder, environment, deploy):
+    def __init__(self, folder, environment, deploy, config="jupyterhub_config.py"):
         folder.mkdir()
         self.folder, self.token = folder, secrets.token_hex(32)
         ports = [free_port() for _ in range(3)]
         self.url = f"http://127.0.0.1:{ports[0]}"
-        config = overlay_config(folder, ports, self.token, deploy)
+        config = overlay_config(folder, ports, self.token, deploy, config)
         self.log = open(folder / "jupyterhub.log", "w")  # noqa: SIM115 - closed by stop()
         path = os.pathsep.join([str(PYTHON.parent), os.environ["PATH"]])
         self.process = subprocess.Popen(

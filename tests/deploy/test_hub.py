@@ -30,8 +30,8 @@ import pytest
 import requests
 from catalogue import mistakes
 
-from course.build import paths
-from course.build.submissions import fill, solution_cells
+from course.coursedir import paths
+from course.coursedir.scratch import fill, solution_cells
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("COURSE_HUB_TEST") != "1",
@@ -125,22 +125,27 @@ class Class:
             self.hub.stop()
 
 
-@pytest.fixture(scope="module")
-def hub_class():
-    """A running hub with its class, removed with every user, process and file at the end."""
+def running_class(make_class):
+    """Yield make_class(base) started; remove every user, process and file at the end."""
     check_prerequisites()
     hc.remove_leftovers()
     base = Path(tempfile.mkdtemp(prefix=hc.PREFIX))
     base.chmod(0o755)
     the_class = None
     try:
-        the_class = Class(base)
+        the_class = make_class(base)
         the_class.start()
         yield the_class
     finally:
         if the_class is not None:
             the_class.close()
         hc.remove_leftovers()
+
+
+@pytest.fixture(scope="module")
+def hub_class():
+    """A running hub with its class, removed with every user, process and file at the end."""
+    yield from running_class(Class)
 
 
 def log_in(hub, user, password):
@@ -217,7 +222,7 @@ def grade(the_class):
 
 def autograde(the_class):
     """The instructor autogrades in the sandbox, or root does (deploy/grade_as_root.py)."""
-    probe = "from course.grading import sandbox; print(sandbox.probe()[1])"
+    probe = "from course.grading.kernels import sandbox; print(sandbox.probe()[1])"
     reason = the_class.instructor(the_class.python, "-c", probe).stdout.strip()
     if not reason:
         say("instructor autogrades (python -m course.instructor)", "sandboxed")

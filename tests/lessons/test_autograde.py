@@ -11,13 +11,12 @@ from collections import Counter
 import pytest
 from catalogue import ASSIGNMENTS, idiomatic, mistakes
 
-from course.build import notebooks, paths
-from course.build.nbgrader_run import instructor
-from course.build.submissions import (
+from course.coursedir import notebooks, paths
+from course.coursedir.nbgrader_run import instructor
+from course.coursedir.scratch import (
     autograded_scores,
     autograded_text,
     fill,
-    scratch_course,
     solution_cells,
     submit,
 )
@@ -28,7 +27,6 @@ MISTAKE_CASES = [
 VARIANT_CASES = [
     (assignment, variant) for assignment in ASSIGNMENTS for variant in idiomatic(assignment)
 ]
-_GRADED = {}
 
 
 def student_id(mistake):
@@ -41,29 +39,45 @@ def variant_student_id(variant):
     return f"variant_{variant.name}"
 
 
-def graded(assignment, tmp_path_factory):
-    """Autograde every synthetic submission of a lab once; return (course root, scores)."""
-    if assignment not in _GRADED:
-        root = scratch_course(tmp_path_factory.mktemp(assignment), [assignment])
-        release = notebooks.read(root / "release" / assignment / paths.lab_filename(assignment))
-        answers = solution_cells(assignment)
-        submit(root, assignment, "solution", fill(release, answers))
-        submit(root, assignment, "blank", release)
-        for mistake in mistakes(assignment):
-            submission = fill(release, {**answers, mistake.cell: mistake.code})
-            submit(root, assignment, student_id(mistake), submission)
-        for variant in idiomatic(assignment):
-            submission = fill(release, {**answers, variant.cell: variant.code})
-            submit(root, assignment, variant_student_id(variant), submission)
-        result = instructor(root, "autograde", assignment, timeout=3600)
-        assert result.returncode == 0, f"{result.stdout[-5000:]}\n{result.stderr[-3000:]}"
-        _GRADED[assignment] = (root, autograded_scores(root, assignment))
-    return _GRADED[assignment]
+def grade_every_case(root, assignment):
+    """Submit every synthetic case of a lab to the course at `root`, autograde them; the scores."""
+    release = notebooks.read(root / "release" / assignment / paths.lab_filename(assignment))
+    answers = solution_cells(assignment)
+    submit(root, assignment, "solution", fill(release, answers))
+    submit(root, assignment, "blank", release)
+    for mistake in mistakes(assignment):
+        submission = fill(release, {**answers, mistake.cell: mistake.code})
+        submit(root, assignment, student_id(mistake), submission)
+    for variant in idiomatic(assignment):
+        submission = fill(release, {**answers, variant.cell: variant.code})
+        submit(root, assignment, variant_student_id(variant), submission)
+    result = instructor(root, "autograde", assignment, timeout=3600)
+    assert result.returncode == 0, f"{result.stdout[-5000:]}\n{result.stderr[-3000:]}"
+    return autograded_scores(root, assignment)
+
+
+class GradedLabs(dict):
+    """lab -> (course root, scores) of every synthetic case, autograded once on first use."""
+
+    def __init__(self, course_copy):
+        super().__init__()
+        self.course_copy = course_copy
+
+    def __missing__(self, assignment):
+        root = self.course_copy(assignment, name=assignment)
+        self[assignment] = (root, grade_every_case(root, assignment))
+        return self[assignment]
+
+
+@pytest.fixture(scope="module")
+def graded(course_copy):
+    """Each lab's synthetic cases, autograded in a course of their own: lab -> (root, scores)."""
+    return GradedLabs(course_copy)
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
-def test_solution_gets_every_point(assignment, tmp_path_factory):
-    _, scores = graded(assignment, tmp_path_factory)
+def test_solution_gets_every_point(assignment, graded):
+    _, scores = graded[assignment]
     score, maximum = scores["solution"]
     assert maximum > 0
     assert score == maximum, f"the solution scored {score} of {maximum}"
@@ -72,24 +86,24 @@ def test_solution_gets_every_point(assignment, tmp_path_factory):
 @pytest.mark.parametrize(
     ("assignment", "variant"), VARIANT_CASES, ids=[f"{a}-{v.name}" for a, v in VARIANT_CASES]
 )
-def test_correct_answer_in_another_style_gets_every_point(assignment, variant, tmp_path_factory):
-    root, scores = graded(assignment, tmp_path_factory)
+def test_correct_answer_in_another_style_gets_every_point(assignment, variant, graded):
+    root, scores = graded[assignment]
     score, maximum = scores[variant_student_id(variant)]
     text = autograded_text(root, assignment, variant_student_id(variant))
     assert score == maximum, f"{variant.name} scored {score} of {maximum}:\n{text[-3000:]}"
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
-def test_blank_release_gets_zero(assignment, tmp_path_factory):
-    _, scores = graded(assignment, tmp_path_factory)
+def test_blank_release_gets_zero(assignment, graded):
+    _, scores = graded[assignment]
     assert scores["blank"][0] == 0
 
 
 @pytest.mark.parametrize(
     ("assignment", "mistake"), MISTAKE_CASES, ids=[f"{a}-{m.name}" for a, m in MISTAKE_CASES]
 )
-def test_mistake_loses_points_and_is_named(assignment, mistake, tmp_path_factory):
-    root, scores = graded(assignment, tmp_path_factory)
+def test_mistake_loses_points_and_is_named(assignment, mistake, graded):
+    root, scores = graded[assignment]
     score, maximum = scores[student_id(mistake)]
     assert 0 < score < maximum, f"{mistake.name} scored {score} of {maximum}"
     text = autograded_text(root, assignment, student_id(mistake))

@@ -9,7 +9,7 @@ from catalogue import ASSIGNMENTS
 from nbgrader.validator import Validator
 from substance import cell_units, exercise_share, function_units
 
-from course.build import notebooks, paths, release
+from course.coursedir import notebooks, paths, release
 from utils.review import bound_names, free_names
 
 SOLUTION_BLOCK = re.compile(r"### BEGIN SOLUTION(.*?)### END SOLUTION", re.DOTALL)

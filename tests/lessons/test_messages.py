@@ -4,8 +4,8 @@ import pytest
 from catalogue import mistakes
 from test_autograde import MAX_ERROR_LINES, MESSAGE_WITHIN, error_lines
 
-from course.build import notebooks, paths
-from course.build.submissions import fill, solution_cells
+from course.coursedir import notebooks, paths
+from course.coursedir.scratch import fill, solution_cells
 
 LAB = "01_softmax"
 SHOWN = ["naive_softmax_overflows", "softmax_ignores_dim", "temperature_inverse_returned"]

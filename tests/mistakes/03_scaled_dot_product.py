@@ -1,7 +1,7 @@
 """Typical mistakes in lab 03: each must lose points and show the message that names it."""
 
-from course.build.submissions import Mistake
-from course.build.submissions import with_replacements as _with
+from course.coursedir.scratch import Mistake
+from course.coursedir.scratch import with_replacements as _with
 
 # The correct answer; each mistake about `scale` and additive masks below changes one part of it.
 _ATTENTION = '''

@@ -1,6 +1,6 @@
 """Typical mistakes in lab 04: each must lose points and show the message that names it."""
 
-from course.build.submissions import Mistake
+from course.coursedir.scratch import Mistake
 
 LAYERS = '''
 class AdditiveScore(nn.Module):

@@ -1,6 +1,6 @@
 """Typical mistakes in lab 06: each must lose points and show the message that names it."""
 
-from course.build.submissions import Mistake, with_replacements
+from course.coursedir.scratch import Mistake, with_replacements
 
 ATTENTION_HEAD = '''
 class Attention(nn.Module):

@@ -1,19 +1,32 @@
 """utils.interactive: the pure functions behind the lectures' controls, their views and widgets."""
 
+import base64
+import io
 import math
 
 import ipywidgets as widgets
 import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from IPython.core.pylabtools import print_figure
 from matplotlib.figure import Figure
+from PIL import Image
 
 from utils import gpt, interactive
 from utils.transformer import rotate
 
 matplotlib.use("Agg")
 GENERATOR_SEED = 0
+
+
+@pytest.fixture(autouse=True)
+def close_figures():
+    """Close every figure a test opened."""
+    yield
+    plt.close("all")
 
 
 def randn(*shape):
@@ -59,8 +72,6 @@ def test_masked_weights_match_pytorch_and_zero_a_fully_masked_row():
     torch.testing.assert_close(weights, reference)
     empty = interactive.masked_weights(scores, interactive.padding_and_causal_mask(4, 0, False))
     assert empty.eq(0).all()
-
-
 
 
 def test_rope_head_scores_add_up_the_turned_pairs_and_depend_on_the_offset_only():
@@ -193,6 +204,85 @@ def test_each_view_returns_a_figure_and_a_readout(view, args):
     assert isinstance(readout, str) and readout and "\n" not in readout
 
 
+def bar_heights(ax):
+    """The heights of the bars drawn on ax."""
+    return [patch.get_height() for patch in ax.patches]
+
+
+def heatmap(ax):
+    """The matrix drawn as an image on ax."""
+    return torch.as_tensor(ax.images[0].get_array().data, dtype=torch.float64)
+
+
+def shown(values):
+    """Values as a view lists them: two decimals, comma-separated."""
+    return ", ".join(f"{value:.2f}" for value in values)
+
+
+def test_temperature_view_draws_the_weights_and_reads_out_their_entropy():
+    fig, readout = interactive.temperature_view([3.0, 1.0, 0.2], 0.5)
+    weights, entropy = interactive.temperature_weights([3.0, 1.0, 0.2], 0.5)
+    assert bar_heights(fig.axes[0]) == pytest.approx(weights.tolist())
+    assert readout == (f"T = 0.50: largest weight {float(weights.max()):.2f}, entropy "
+                       f"{entropy:.2f} nats (uniform: {math.log(3):.2f})")
+
+
+def test_query_and_bilinear_views_read_out_the_weights_of_their_query():
+    keys, values = randn(3, 2), randn(3, 2)
+    _, readout = interactive.query_view(45, keys, values)
+    context, weights = interactive.attend_one(interactive.query_at_angle(45), keys, values)
+    assert readout == (f"angle 45: weights {shown(weights.tolist())}; context "
+                       f"({context[0]:.2f}, {context[1]:.2f})")
+    _, readout = interactive.bilinear_view(30, [1.0, 0.0], keys)
+    turned = keys @ interactive.bilinear_matrix(30).T
+    _, weights = interactive.attend_one([1.0, 0.0], turned, turned)
+    assert readout == f"W turns the keys by 30 degrees: weights {shown(weights.tolist())}"
+
+
+@pytest.mark.parametrize("valid_keys, causal, empty", [(2, True, 0), (0, False, 4)])
+def test_mask_view_draws_the_masked_weights_and_counts_the_empty_rows(valid_keys, causal, empty):
+    scores = randn(4, 4)
+    fig, readout = interactive.mask_view(scores, valid_keys, causal)
+    mask = interactive.padding_and_causal_mask(4, valid_keys, causal)
+    torch.testing.assert_close(heatmap(fig.axes[0]), interactive.masked_weights(scores, mask))
+    kind = "causal + padding" if causal else "padding"
+    assert readout == f"{kind}, {valid_keys} valid keys: {empty} fully masked rows " + (
+        "(all-zero weights)"
+    )
+
+
+def test_square_and_head_views_show_the_chosen_item():
+    _, targets, predictions, weights = SQUARES
+    fig, readout = interactive.square_view(1, *SQUARES)
+    torch.testing.assert_close(heatmap(fig.axes[1]), weights[1].double())
+    error = float(((predictions[1] - targets[1]) ** 2).mean())
+    assert readout == f"square 1: mean squared error {error:.2f}"
+    head_weights = torch.softmax(randn(2, 3, 3), -1)
+    fig, readout = interactive.head_view(head_weights, 1, ["a", "b", "c"])
+    torch.testing.assert_close(heatmap(fig.axes[0]), head_weights[1])
+    row = head_weights[1, 0].tolist()
+    assert readout == f"head 1, weights of query 'a': a {row[0]:.2f} b {row[1]:.2f} c {row[2]:.2f}"
+
+
+def test_online_softmax_view_reads_out_the_state_after_the_block():
+    scores, values = randn(9), randn(9).flip(0)
+    _, readout = interactive.online_softmax_view(1, scores, values, 4)
+    trace = interactive.online_softmax_trace(scores, values, 4)
+    assert readout == (f"block 1: m = {trace[1]['m']:.2f}, ℓ = {trace[1]['l']:.2f}, output "
+                       f"{trace[1]['output']:.3f} (final {trace[-1]['output']:.3f})")
+
+
+def test_sampling_view_draws_the_likeliest_characters_of_the_sampling_distribution():
+    logits, chars = torch.tensor([0.5, 2.0, -1.0, 1.5, 0.0]), ["a", "b", "\n", " ", "e"]
+    fig, readout = interactive.sampling_view(logits, chars, 0.8, top_k=3)
+    probabilities = interactive.sampling_distribution(logits, 0.8, top_k=3)
+    assert bar_heights(fig.axes[0]) == pytest.approx(sorted(probabilities.tolist(), reverse=True))
+    labels = [label.get_text() for label in fig.axes[0].get_xticklabels()]
+    assert labels[:3] == ["b", " ", "a"] and sorted(labels[3:]) == ["\\n", "e"]
+    assert readout == (f"T = 0.8: 'b' has probability {float(probabilities[1]):.2f}; 90% of the "
+                       f"draws come from 2 of 5 characters")
+
+
 def test_show_displays_controls_figure_and_readout_and_redraws_in_place(monkeypatch):
     shown, updates = [], []
 
@@ -207,12 +297,37 @@ def test_show_displays_controls_figure_and_readout_and_redraws_in_place(monkeypa
     monkeypatch.setattr(interactive, "display", fake_display)
     temperature = interactive.slider(0.1, 5.0, 1.0, 0.1, "T")
     interactive.show(lambda t: interactive.temperature_view([2.0, 0.0], t), t=temperature)
-    assert isinstance(shown[0], widgets.VBox) and isinstance(shown[1], Figure)
+    assert isinstance(shown[0], widgets.VBox) and is_png(shown[1]["image/png"])
+    assert shown[1]["text/plain"].startswith("<Figure size ")
     assert "T = 1.00" in shown[2]["text/plain"]
     assert repr(shown[0]) == "Controls: T (run this cell in Jupyter to move them)"
     temperature.value = 0.5
-    assert isinstance(updates[0], Figure) and "T = 0.50" in updates[1]["text/plain"]
+    assert is_png(updates[0]["image/png"]) and updates[0] != shown[1]
+    assert "T = 0.50" in updates[1]["text/plain"]
     assert isinstance(interactive.slider(0, 8, 2), widgets.IntSlider)
+
+
+def is_png(data):
+    """Whether data is a base64 PNG."""
+    return base64.b64decode(data).startswith(b"\x89PNG")
+
+
+def png_pixels(output):
+    """The RGBA pixels (height, width, 4) of a display's base64 PNG."""
+    return np.asarray(Image.open(io.BytesIO(base64.b64decode(output["image/png"]))))
+
+
+def test_a_live_view_renders_the_frame_of_a_tight_savefig_and_skips_what_did_not_change():
+    live = interactive.LiveView(lambda t: interactive.temperature_view([2.0, 0.0, 1.0], t))
+    first, readout = live(t=1.0)
+    fresh, _ = interactive.temperature_view([2.0, 0.0, 1.0], 1.0)
+    tight = np.asarray(Image.open(io.BytesIO(print_figure(fresh, "png"))))
+    assert png_pixels(first).shape == tight.shape and readout.startswith("T = 1.00")
+    moved, _ = live(t=2.0)
+    assert png_pixels(moved).shape == tight.shape and moved != first
+    same, readout = live(t=2.0)
+    assert same is None and readout.startswith("T = 2.00")
+    assert live.picture.figure.get_layout_engine().__class__.__name__ == "PlaceHolderLayoutEngine"
 
 
 def test_divisor_sweep_keeps_weight_and_gradient_steady_only_at_the_square_root():
@@ -247,3 +362,99 @@ def test_divisor_view_returns_a_figure_and_a_readout():
     fig, readout = interactive.divisor_view(1.0)
     assert isinstance(fig, Figure) and len(fig.axes) == 2
     assert readout.startswith("divide by d_k^1.00: from d_k = 1 to 512") and "\n" not in readout
+
+
+def artists(fig):
+    """What a figure shows, by axes: limits, title, tick labels, lines, bars, images, texts."""
+    described = []
+    for ax in fig.axes:
+        described.append({
+            "title": ax.get_title(),
+            "limits": np.round([ax.get_xlim(), ax.get_ylim()], 9).tolist(),
+            "ticks": [(tick.get_text(), tick.get_position()) for tick in ax.get_xticklabels()],
+            "lines": [(line.get_xydata().tolist(), line.get_label()) for line in ax.lines],
+            "patches": [(patch.get_xy() if hasattr(patch, "get_xy") else None,
+                         patch.get_height() if hasattr(patch, "get_height") else None,
+                         patch.get_facecolor()) for patch in ax.patches],
+            "images": [image.get_array().tolist() for image in ax.images],
+            "texts": [(text.get_text(), tuple(getattr(text, "xy", text.get_position())),
+                       text.get_color(), getattr(getattr(text, "arrow_patch", None),
+                                                 "get_linewidth", lambda: None)())
+                      for text in ax.texts],
+            "legend": [text.get_text() for text in ax.get_legend().get_texts()]
+            if ax.get_legend() else None,
+        })
+    return described
+
+
+SQUARE_VALUES = randn(3, 2, 2)
+HEADS = torch.softmax(randn(3, 4, 4), -1)
+MOVES = [  # (view of one value, start, end, whether the start's figure is kept)
+    (lambda t: interactive.temperature_view([3.0, 1.0, 0.2], t), 0.5, 2.0, True),
+    (lambda a: interactive.query_view(a, SQUARE_VALUES[0], SQUARE_VALUES[1]), 45, 150, True),
+    (lambda a: interactive.bilinear_view(a, [1.0, 0.0], SQUARE_VALUES[2], 2.0), 30, -90, True),
+    (interactive.divisor_view, 0.5, 1.0, True),
+    (lambda n: interactive.mask_view(randn(4, 4), n, True), 2, 0, True),
+    (lambda i: interactive.square_view(i, *SQUARES), 0, 2, True),
+    (lambda h: interactive.head_view(HEADS, h, ["a", "b", "c", "d"], 1), 0, 2, True),
+    (interactive.rope_decay_view, 2.5, 5.0, True),
+    (interactive.rope_decay_view, 4.0, 4.5, False),  # one curve, then two: a new figure
+    (lambda b: interactive.online_softmax_view(b, randn(9), randn(9).flip(0), 4), 0, 2, True),
+    (lambda b: interactive.online_softmax_view(b, randn(9), randn(9).flip(0), 4), 2, 1, True),
+    (lambda t: interactive.sampling_view(randn(30), [chr(97 + i) for i in range(30)], t, 6),
+     0.3, 1.7, True),
+]
+
+
+@pytest.mark.parametrize("view, start, end, kept", MOVES)
+def test_a_kept_figure_updated_to_a_value_shows_what_a_fresh_one_does(view, start, end, kept):
+    with interactive.keeping_figures({}):
+        first, _ = view(start)
+        interactive.Picture(first)  # drawn at the start, its layout fixed, as show draws it
+        updated, readout = view(end)
+    fresh, fresh_readout = view(end)
+    assert (updated is first) == kept
+    assert readout == fresh_readout
+    assert artists(updated) == artists(fresh)
+
+
+def test_a_view_keeps_its_figure_and_redraws_only_what_changed():
+    drawings = {}
+    with interactive.keeping_figures(drawings):
+        first, _ = interactive.head_view(HEADS, 0, query=0)
+        (drawing,) = drawings.values()
+        again, readout = interactive.head_view(HEADS, 0, query=2)
+        assert again is first and not drawing.changed and "query '2'" in readout
+        moved, _ = interactive.head_view(HEADS, 1, query=2)
+        assert moved is first and drawing.changed
+        other, _ = interactive.head_view(torch.softmax(randn(2, 5, 5), -1), 1)
+        assert other is not first  # another shape: a new figure
+    assert interactive.head_view(HEADS, 1)[0] is not first  # outside: always a new figure
+
+
+def test_the_divisor_sweep_draws_its_queries_once_for_every_exponent():
+    interactive.divisor_sweep(0.5)
+    hits = interactive._divisor_draws.cache_info().hits
+    interactive.divisor_sweep(0.25)
+    assert interactive._divisor_draws.cache_info().hits == hits + 1
+
+
+def fully_drawn_pixels(picture):
+    """The framed pixels of a picture's figure drawn whole, nothing kept from an earlier draw."""
+    animated = [a for ax in picture.figure.axes for a in ax.get_children() if a.get_animated()]
+    for artist in animated:
+        artist.set_animated(False)
+    picture.figure.canvas.draw()
+    pixels = picture.pixels()
+    for artist in animated:
+        artist.set_animated(True)
+    return pixels
+
+
+@pytest.mark.parametrize("view, start, end, kept", MOVES)
+def test_a_redraw_over_the_kept_background_equals_a_whole_draw(view, start, end, kept):
+    live = interactive.LiveView(lambda value: view(value))
+    live(value=start)
+    for value in (end, start, end):
+        output, _ = live(value=value)
+        np.testing.assert_array_equal(png_pixels(output), fully_drawn_pixels(live.picture))

@@ -416,3 +416,80 @@ def test_plot_scores_by_offset_draws_each_curve_on_positive_offsets():
         plot_scores_by_offset(offsets, {})
     with pytest.raises(ValueError, match=r"curves\['a'\] must have shape \(5,\)"):
         plot_scores_by_offset(offsets, {"a": np.zeros(3)})
+
+
+# the updates of the lectures' controls: a drawn figure given new data shows what a new one does
+
+from utils.plots import (  # noqa: E402
+    set_bar_heights,
+    update_heatmap,
+    update_query_keys,
+    update_scores_by_offset,
+    update_square_panel,
+)
+
+
+def shown(ax) -> dict:
+    """What ax shows: limits, title, lines, bar heights, image, texts with places and colours."""
+    return {
+        "title": ax.get_title(),
+        "limits": np.round([ax.get_xlim(), ax.get_ylim()], 9).tolist(),
+        "lines": [(line.get_xydata().tolist(), line.get_label()) for line in ax.lines],
+        "heights": [getattr(patch, "get_height", lambda: None)() for patch in ax.patches],
+        "images": [image.get_array().tolist() for image in ax.images],
+        "texts": [(text.get_text(), tuple(getattr(text, "xy", text.get_position())),
+                   text.get_color()) for text in ax.texts],
+        "widths": [text.arrow_patch.get_linewidth() for text in ax.texts
+                   if getattr(text, "arrow_patch", None)],
+        "legend": [t.get_text() for t in ax.get_legend().get_texts()] if ax.get_legend() else [],
+    }
+
+
+def test_update_heatmap_shows_new_weights_and_numbers_as_a_new_heatmap_does():
+    old, new = torch.rand(3, 4), torch.rand(3, 4)
+    fig = plot_attention(old, titles="old")
+    update_heatmap(fig.axes[0], new, "new")
+    assert shown(fig.axes[0]) == shown(plot_attention(new, titles="new").axes[0])
+    with pytest.raises(ValueError, match=r"matrix must have shape \(3, 4\)"):
+        update_heatmap(fig.axes[0], torch.rand(4, 3))
+
+
+def test_update_query_keys_moves_the_arrows_as_a_new_plot_draws_them():
+    query, keys, weights = torch.tensor([0.0, 1.0]), torch.rand(3, 2), torch.tensor([0.2, 0.3, 0.5])
+    fig = plot_query_keys(torch.tensor([1.0, 0.0]), -keys, weights.flip(0), torch.rand(2) * 3)
+    update_query_keys(fig.axes[0], query, keys, weights, keys[0], title="new")
+    fresh = plot_query_keys(query, keys, weights, keys[0], title="new")
+    assert shown(fig.axes[0]) == shown(fresh.axes[0])
+    plain = plot_query_keys(query, keys, key_labels=["a", "b", "c"])
+    update_query_keys(plain.axes[0], -query, keys, key_labels=["a", "b", "c"])
+    assert texts(plain.axes[0])[1::2] == ["q", "a", "b", "c"]
+    with pytest.raises(ValueError, match=r"keys must have shape \(3, 2\)"):
+        update_query_keys(plain.axes[0], query, keys[:2])
+
+
+def test_update_square_panel_moves_the_lines_of_a_panel():
+    source, target, prediction = (torch.rand(2, 3, 2), torch.rand(2, 2, 2), torch.rand(2, 2, 2))
+    fig = plot_squares(source[:1], target[:1], prediction[:1])
+    update_square_panel(fig.axes[0], source[1], target[1], prediction[1])
+    fresh = plot_squares(source[1:], target[1:], prediction[1:])
+    assert shown(fig.axes[0])["lines"] == shown(fresh.axes[0])["lines"]
+    with pytest.raises(ValueError, match="ax must hold a panel of 4 lines, got 2"):
+        update_square_panel(plot_squares(source[:1]).axes[0], source[0], target[0])
+
+
+def test_update_scores_by_offset_relabels_and_rescales_as_a_new_plot_does():
+    offsets = np.arange(9.0)
+    fig = plot_scores_by_offset(offsets, {"a": offsets, "b": -offsets})
+    curves = {"c": np.cos(offsets) * 5, "d": offsets**2}
+    update_scores_by_offset(fig.axes[0], offsets, curves)
+    assert shown(fig.axes[0]) == shown(plot_scores_by_offset(offsets, curves).axes[0])
+    with pytest.raises(ValueError, match="curves must be a mapping of 2 labels"):
+        update_scores_by_offset(fig.axes[0], offsets, {"c": offsets})
+
+
+def test_set_bar_heights_gives_each_bar_its_height():
+    fig = plot_distributions(torch.tensor([0.5, 0.5]))
+    set_bar_heights(fig.axes[0], [0.1, 0.9])
+    assert [bar.get_height() for bar in fig.axes[0].patches] == [0.1, 0.9]
+    with pytest.raises(ValueError, match=r"heights must have shape \(2,\)"):
+        set_bar_heights(fig.axes[0], [0.1, 0.2, 0.7])

@@ -12,9 +12,9 @@ from catalogue import ASSIGNMENTS, idiomatic, mistakes
 from IPython.core.interactiveshell import InteractiveShell
 from traitlets.config import Config
 
-from course.build import notebooks, paths
-from course.build.submissions import fill, solution_cells
-from course.grading import findings as grading
+from course.coursedir import notebooks, paths
+from course.coursedir.scratch import fill, solution_cells
+from course.grading.preprocessors import findings as grading
 from utils.review import (
     LabPolicy,
     bound_names,

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from course.bench import seq2seq as seq2seq_bench
-from course.build import notebooks, paths, submissions
+from course.coursedir import notebooks, paths, scratch
 from utils.data import Batches
 from utils.recipe import (
     RECIPE,
@@ -133,7 +133,7 @@ def test_encoder_decoder_ignores_padding_under_a_mask():
 def test_the_labs_threshold_is_the_lectures_plain_model_trained_with_the_recipe():
     # Lab 06's training test compares with PLAIN_TEST_MSE instead of training the plain model. It
     # is stated to two decimals, the precision the threshold needs, so that it holds on every CPU.
-    helpers = submissions.cell_source(seq2seq_bench.ASSIGNMENT, "training_helpers")
+    helpers = scratch.cell_source(seq2seq_bench.ASSIGNMENT, "training_helpers")
     stated = next(node.value.value for node in ast.parse(helpers).body
                   if isinstance(node, ast.Assign) and node.targets[0].id == "PLAIN_TEST_MSE")
     with torch_threads(1):  # the lecture and the lab train on one thread

@@ -1,4 +1,4 @@
-"""Tests for utils.training: fit, evaluate, predict, seeded, count_parameters."""
+"""Tests for utils.training: fit, loader_loss, predict, seeded, count_parameters."""
 
 import numpy as np
 import pytest
@@ -9,9 +9,9 @@ from torch.utils.data import DataLoader, TensorDataset
 from utils.training import (
     History,
     count_parameters,
-    evaluate,
     evaluating,
     fit,
+    loader_loss,
     one_cycle_steps,
     predict,
     predict_with_weights,
@@ -140,7 +140,7 @@ def test_val_loss_is_the_mean_over_samples():
     with torch.no_grad():
         expected = nn.functional.mse_loss(model(x), y).item()
     assert history.val_loss[0] == pytest.approx(expected, rel=1e-5)
-    assert evaluate(model, val) == pytest.approx(expected, rel=1e-5)
+    assert loader_loss(model, val) == pytest.approx(expected, rel=1e-5)
 
 
 def test_fit_accepts_models_returning_a_tuple():
@@ -247,17 +247,18 @@ def test_fit_rejects_bad_arguments(kwargs, message):
 def test_other_functions_reject_bad_arguments():
     _, val = regression_loaders()
     with pytest.raises(ValueError, match="model must be a torch.nn.Module"):
-        evaluate(None, val)
+        loader_loss(None, val)
     with pytest.raises(ValueError, match="loader must be an iterable"):
-        evaluate(nn.Linear(3, 1), None)
+        loader_loss(nn.Linear(3, 1), None)
     with pytest.raises(ValueError, match="loss_fn must be callable or None"):
-        evaluate(nn.Linear(3, 1), val, loss_fn=2)
+        loader_loss(nn.Linear(3, 1), val, loss_fn=2)
     with pytest.raises(ValueError, match="x must be a torch.Tensor"):
         predict(nn.Linear(3, 1), [[1.0, 2.0, 3.0]])
     with pytest.raises(ValueError, match="model must be a torch.nn.Module"):
         predict_with_weights(lambda x: x, torch.ones(1, 3))
     with pytest.raises(ValueError, match="seed must be a non-negative integer"):
-        seeded(-2)
+        with seeded(-2):
+            pass
     with pytest.raises(ValueError, match="model must be a torch.nn.Module"):
         count_parameters([torch.ones(3)])
 

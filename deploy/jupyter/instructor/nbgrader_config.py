@@ -6,5 +6,5 @@ c = get_config()  # noqa: F821 - provided by nbgrader when it loads this file
 
 course = class_settings.course_folder()
 c.CourseDirectory.root = str(course)
-if (course / "nbgrader_config.py").exists():  # the grading steps (course/grading/judge.py, ...)
+if (course / "nbgrader_config.py").exists():  # the grading steps (course/grading/)
     load_subconfig(str(course / "nbgrader_config.py"))  # noqa: F821 - provided by traitlets

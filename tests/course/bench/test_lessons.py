@@ -8,14 +8,14 @@ import pytest
 from course.bench import gpt as gpt_bench
 from course.bench import seq2seq as seq2seq_bench
 from course.bench import transformer as transformer_bench
-from course.build import submissions
+from course.coursedir import scratch
 from utils.recipe import RECIPE
 
 TINY = replace(RECIPE, n_train=64, n_test=32, n_val=32, batch_size=32, epochs=2)
 
 
 def test_lesson_06_bench_loads_the_lab_solution_and_reports_every_figure():
-    namespace = submissions.load_solution(seq2seq_bench.ASSIGNMENT)
+    namespace = scratch.load_solution(seq2seq_bench.ASSIGNMENT)
     assert {"Attention", "DecoderWithAttention", "Seq2SeqWithAttention"} <= set(namespace)
     figures = seq2seq_bench.run(num_threads=1, recipe=TINY, seeds=(0, 1))
     assert set(figures) == {

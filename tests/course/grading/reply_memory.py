@@ -11,7 +11,8 @@ import sys
 
 import torch
 
-from course.grading import judge
+from course.grading.preprocessors import judge
+from course.grading.remote import client
 
 SIZE = 60 * 10**6  # characters of each hostile reply
 REPLIES = {
@@ -39,9 +40,9 @@ def peak_growth(frame):
         clear.write("5")  # the peak resident memory starts again from the current one
     before = kilobytes("VmRSS")
     try:
-        judge.KernelLink(executor=None).decode_reply(judge.unpack_message_part(frame))
+        client.KernelLink(executor=None).decode_reply(client.unpack_message_part(frame))
         outcome = "accepted"
-    except (judge.MalformedReply, judge.wire.MalformedValue) as error:
+    except (client.MalformedReply, judge.wire.MalformedValue) as error:
         outcome = f"refused: {error}"
     return (kilobytes("VmHWM") - before) / 1024, outcome
 

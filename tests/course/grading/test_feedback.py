@@ -1,23 +1,19 @@
 """The feedback page and the LMS's feedback notebook on their own: answers still to grade by
 hand show "to be graded", hidden tests say whether they passed, a grader's comment is kept.
 
-Unit tests of `course.grading.feedback` and `course.lms.formats.feedback_notebook`; the LMS
-round trip (tests/course/lms/test_lms.py) takes the same through the instructor's commands.
+Unit tests of `course.grading.preprocessors.feedback` and
+`course.lms.feedback_zip.feedback_notebook`; the LMS round trip (tests/course/lms/test_lms.py)
+takes the same through the instructor's commands.
 """
 
-from pathlib import Path
-
-import nbgrader
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
-from traitlets.config.loader import PyFileConfigLoader
 
-from course.build import notebooks, paths
-from course.grading.feedback import FeedbackExporter, HideHiddenTests, WrapLongLines
-from course.lms import formats
+from course.coursedir import notebooks
+from course.grading.preprocessors.feedback import FeedbackExporter, HideHiddenTests, WrapLongLines
+from course.lms import feedback_zip
 
 LAB = "01_softmax"
-NBGRADER_PAGES = Path(nbgrader.__file__).parent / "server_extensions" / "formgrader"
 HIDDEN = "check(1)\n### BEGIN HIDDEN TESTS\nsecret_check(2)\n### END HIDDEN TESTS\n"
 
 
@@ -59,13 +55,8 @@ def test_the_hidden_test_line_says_what_happened(outputs, execution_count, line)
     assert line in source
 
 
-def feedback_page(nb, to_grade, score=3.0):
+def feedback_page(nb, config, to_grade, score=3.0):
     """The feedback page of `nb` with the course's configuration and long lines wrapped."""
-    config = PyFileConfigLoader("nbgrader_config.py", path=str(paths.ROOT)).load_config()
-    config.HTMLExporter.template_name = "feedback"
-    config.HTMLExporter.extra_template_paths = [
-        str(NBGRADER_PAGES / "static/node_modules/bootstrap/dist/css")
-    ]
     exporter = FeedbackExporter(config=config)
     exporter.register_preprocessor(WrapLongLines)  # as nbgrader does: not enabled by the call
     nbgrader_resources = {"score": score, "max_score": 10, "late_penalty": 0, "to_grade": to_grade}
@@ -73,23 +64,24 @@ def feedback_page(nb, to_grade, score=3.0):
     return exporter.from_notebook_node(nb, resources=resources)[0]
 
 
-def test_an_answer_to_grade_shows_to_be_graded_never_zero():
-    html = feedback_page(new_notebook(cells=[written_answer(True)]), to_grade=1)
+def test_an_answer_to_grade_shows_to_be_graded_never_zero(feedback_config):
+    html = feedback_page(new_notebook(cells=[written_answer(True)]), feedback_config, to_grade=1)
     assert "Written response</a> (Score: to be graded / 2.0)" in html
     assert "Score: to be graded / 2.0 <a" in html
     assert "(Score: to be graded, 3.0 / 10.0 so far, 1 written answer still to grade)" in html
     assert "Score: 0.0" not in html and "Score: 3.0 / 10.0" not in html
 
 
-def test_a_graded_answer_shows_its_score_and_the_total_is_final():
-    html = feedback_page(new_notebook(cells=[written_answer(False, 1.5)]), to_grade=0, score=4.5)
+def test_a_graded_answer_shows_its_score_and_the_total_is_final(feedback_config):
+    nb = new_notebook(cells=[written_answer(False, 1.5)])
+    html = feedback_page(nb, feedback_config, to_grade=0, score=4.5)
     assert "Written response</a> (Score: 1.5 / 2.0)" in html
     assert "(Score: 4.5 / 10.0)" in html
     assert "to be graded" not in html
 
 
-def test_long_lines_of_code_and_outputs_wrap():
-    html = feedback_page(new_notebook(cells=[written_answer(False)]), to_grade=0)
+def test_long_lines_of_code_and_outputs_wrap(feedback_config):
+    html = feedback_page(new_notebook(cells=[written_answer(False)]), feedback_config, to_grade=0)
     assert "div.output_area pre, div.input_area pre {\n  white-space: pre-wrap;" in html
 
 
@@ -98,7 +90,7 @@ def test_the_lms_feedback_notebook_has_the_comment_below_its_answer(tmp_path):
     path = tmp_path / "lab.ipynb"
     notebooks.write(new_notebook(cells=cells), path)
     grades = [("written_stability", 1.5, 2, "Right idea; say *why* it is exact.")]
-    nb = formats.feedback_notebook(path, grades, LAB)
+    nb = feedback_zip.feedback_notebook(path, grades, LAB)
     sources = [cell.source for cell in nb.cells]
     assert "| written_stability | 1.5 / 2 |" in sources[0]
     below = sources.index(cells[1].source) + 1

@@ -9,26 +9,22 @@ import copy
 import shutil
 from pathlib import Path
 
-import nbgrader
 import pytest
 from nbconvert.exporters import HTMLExporter
 from nbformat.v4 import new_code_cell, new_notebook
 from nbgrader.api import Gradebook
 from traitlets.config import Config
-from traitlets.config.loader import PyFileConfigLoader
 
-from course.build import notebooks, paths
-from course.build.submissions import fill, solution_cells
-from course.grading.feedback import FeedbackExporter
-from course.grading.findings import FINDINGS_KEY, ListFindings, notebook_findings
-from course.grading.pages import ShowFindings
+from course.coursedir import notebooks, paths
+from course.coursedir.scratch import fill, solution_cells
+from course.grading.preprocessors.feedback import FeedbackExporter
+from course.grading.preprocessors.findings import FINDINGS_KEY, ListFindings, notebook_findings
+from course.grading.preprocessors.pages import ShowFindings
 from utils.review import LabPolicy
 
 LAB = "01_softmax"
 NOTEBOOK = paths.lab_filename(LAB)
 NOTEBOOK_NAME = Path(NOTEBOOK).stem
-NBGRADER_PAGES = Path(nbgrader.__file__).parent / "server_extensions" / "formgrader"
-BOOTSTRAP_CSS = "static/node_modules/bootstrap/dist/css"
 FORBIDDEN_SOFTMAX = "def softmax(scores, dim=-1):\n    return torch.softmax(scores, dim=dim)\n"
 IMPORTS_OS = "import os\n\n\ndef log_softmax(scores, dim=-1):\n    return scores - scores\n"
 SOFTMAX_FINDING = "softmax, line 2: it calls softmax, which this lab forbids"
@@ -120,11 +116,6 @@ HOSTILE_FINDINGS = [
 ]
 
 
-def course_config():
-    """The course's nbgrader configuration, as the formgrader and the feedback load it."""
-    return PyFileConfigLoader("nbgrader_config.py", path=str(paths.ROOT)).load_config()
-
-
 def with_findings(listed_findings):
     """A one-cell submission with these findings in its metadata, as ListFindings leaves it."""
     nb = new_notebook(cells=[new_code_cell("submitted_answer = 1\n")])
@@ -146,24 +137,23 @@ def test_a_submission_without_findings_gets_no_cell():
     assert len(ShowFindings().preprocess(nb, {})[0].cells) == cells
 
 
-def formgrader_page(nb):
+def formgrader_page(nb, config):
     """The page the formgrader renders, with the course's configuration."""
-    return HTMLExporter(config=course_config(), template_name="classic").from_notebook_node(nb)[0]
+    return HTMLExporter(config=config, template_name="classic").from_notebook_node(nb)[0]
 
 
-def feedback_page(nb):
-    """The feedback page a student gets, with the course's configuration."""
-    config = course_config()
-    config.HTMLExporter.template_name = "feedback"
-    config.HTMLExporter.extra_template_basedirs = [str(NBGRADER_PAGES / "templates")]
-    config.HTMLExporter.extra_template_paths = [str(NBGRADER_PAGES / BOOTSTRAP_CSS)]
+def feedback_page(nb, config):
+    """The feedback page a student gets, with the course's configuration of it."""
     resources = {"nbgrader": {"notebook": LAB, "score": 8, "max_score": 8, "late_penalty": 0}}
     return FeedbackExporter(config=config).from_notebook_node(nb, resources=resources)[0]
 
 
-@pytest.mark.parametrize("render", [formgrader_page, feedback_page])
-def test_the_pages_show_the_findings_as_text(render):
-    html = render(with_findings(HOSTILE_FINDINGS))
+@pytest.mark.parametrize(
+    ("render", "config"),
+    [(formgrader_page, "course_config"), (feedback_page, "feedback_config")],
+)
+def test_the_pages_show_the_findings_as_text(render, config, request):
+    html = render(with_findings(HOSTILE_FINDINGS), request.getfixturevalue(config))
     assert html.index("Findings") < html.index("submitted_answer")
     assert SOFTMAX_FINDING in html
     assert "&lt;script&gt;window.pwned=1&lt;/script&gt;" in html

@@ -5,7 +5,8 @@ them all, with a 5 s cell limit instead of the course's 30 s to keep the test sh
 course shows that the grader's verdicts hold when a submission controls its whole kernel (every
 student cell runs as written; the review of the code only lists findings). A third attacks the
 machine from the kernel: its files, its network, other students' kernels and its resources. The
-sandbox must stop each attack, and no attack may earn a point it did not compute.
+sandbox must stop each attack, and no attack may earn a point it did not compute. The attacks
+are data, in tests/attacks/: each says what it tries and what its graded notebook must show.
 """
 
 import contextlib
@@ -24,126 +25,36 @@ from pathlib import Path
 
 import pytest
 import zmq
+from attacks import (
+    EXERCISES,
+    SOLUTION,
+    WRONG_SOFTMAX,
+    grade_ids,
+    on_the_checks,
+    on_the_grader,
+    on_the_helpers,
+)
+from attacks.on_the_machine import ATTACKS as ON_THE_MACHINE
+from attacks.on_the_machine import MARK, PLANTED, PLANTS_LINKS
 from catalogue import mistakes
 from jupyter_core.utils import run_sync
 from nbgrader.api import Gradebook
 
-from course.build import notebooks, paths
-from course.build.nbgrader_run import instructor as run_instructor
-from course.build.nbgrader_run import nbgrader_environment
-from course.build.submissions import cell_scores, fill, scratch_course, solution_cells, submit
-from course.grading import sandbox, zygote
-from course.grading.fastkernel import MAX_MESSAGE_BYTES, ForkingKernelManager
+from course.coursedir import notebooks, paths
+from course.coursedir.nbgrader_run import instructor as run_instructor
+from course.coursedir.nbgrader_run import nbgrader_environment
+from course.coursedir.scratch import cell_scores, fill, solution_cells, submit
+from course.grading.kernels import sandbox, zygote
+from course.grading.kernels.provisioner import MAX_MESSAGE_BYTES, ForkingKernelManager
 
 LAB = "01_softmax"
 NOTEBOOK = paths.lab_filename(LAB)
-SOFTMAX_TESTS = ["test_softmax_visible", "test_softmax_hidden"]
-LOG_SOFTMAX_TESTS = ["test_log_softmax_visible", "test_log_softmax_hidden"]
-TEMPERATURE_TESTS = ["test_temperature_visible", "test_temperature_hidden"]
+SOFTMAX_TESTS, LOG_SOFTMAX_TESTS, TEMPERATURE_TESTS = (grade_ids([name]) for name in EXERCISES)
 CELL_LIMIT_SECONDS = 5
-
-WRONG_SOFTMAX = """
-def softmax(scores, dim=-1):
-    return torch.zeros_like(scores)
-"""
-PATCHES_DIRECTLY = """
-import numpy
-torch.allclose = lambda *args, **kwargs: True
-torch.testing.assert_close = lambda *args, **kwargs: None
-numpy.allclose = lambda *args, **kwargs: True
-check_close = check_shape = check_sums_to_one = check_finite = lambda *args, **kwargs: None
-"""
-PATCHES_THROUGH_ALIASES = """
-import numpy
-testing, np_alias, tensor_class = torch.testing, numpy, torch.Tensor
-testing.assert_close = lambda *args, **kwargs: None
-np_alias.allclose = lambda *args, **kwargs: True
-tensor_class.__sub__ = lambda self, other: torch.zeros_like(self)
-tensor_class.abs = lambda self: torch.zeros_like(self)
-
-
-class Liar(torch.Tensor):
-    @classmethod
-    def __torch_function__(cls, func, types, args=(), kwargs=None):
-        return torch.tensor(True)
-
-
-def softmax(scores, dim=-1):
-    return torch.zeros_like(scores).as_subclass(Liar)
-"""
 CALLS_BUILTIN = """
 def softmax(scores, dim=-1):
     return torch.softmax(scores, dim=dim)
 """
-# Attacks on the kernel itself, from cells that all run as written. Each would have earned
-# points if the tests ran in the student's kernel; the grader runs them in its own process.
-BLANKS_TEST_CELLS = """
-def blank_tests(lines):
-    text = "".join(lines)
-    return ["pass\\n"] if "check_" in text or "assert" in text else lines
-
-
-get_ipython().input_transformers_cleanup.append(blank_tests)
-"""
-BLANKS_TESTS_BY_AST = """
-import ast
-
-
-class BlankTests(ast.NodeTransformer):
-    def visit_Module(self, node):
-        text = ast.unparse(node)
-        return ast.Module(body=[ast.Pass()], type_ignores=[]) if "check_close" in text else node
-
-
-get_ipython().ast_transformers.append(BlankTests())
-"""
-CALLS_TORCH_IN_LATER_CELLS = """
-def call_torch(lines):
-    return [line.replace("softmax(", "torch.softmax(") for line in lines]
-
-
-get_ipython().input_transformers_cleanup.append(call_torch)
-"""
-ATTACKS_AT_FIRST_CALL = """
-def softmax(scores, dim=-1):
-    hooks = get_ipython().input_transformers_cleanup
-    if not hooks:
-        hooks.append(lambda lines: ["pass\\n"])
-    return torch.zeros_like(scores)
-"""
-SWAPS_CHECK_CODE = """
-alias = check_close
-alias.__code__ = (lambda *args, **kwargs: None).__code__
-"""
-ECHOES_CELLS = """
-get_ipython().events.register("pre_run_cell", lambda info: print(info.raw_cell))
-"""
-HIDES_ERRORS = """
-print("test_softmax_hidden: passed (2/2 points)")
-get_ipython().set_custom_exc((BaseException,), lambda *args, **kwargs: None)
-get_ipython().showtraceback = lambda *args, **kwargs: None
-"""
-REPLACES_AGENT = """
-class Forger:
-    reply = '{"value": true}'
-
-    def run(self, request):
-        pass
-
-
-__judge__ = Forger()
-"""
-REBINDS_CHECKS = """
-check_close = check_shape = check_sums_to_one = check_finite = lambda *args, **kwargs: None
-"""
-CRASHES_IN_FUNCTION = """
-import os
-
-
-def softmax(scores, dim=-1):
-    os._exit(9)
-"""
-CRASHES_AT_TOP_LEVEL = "import os\nos._exit(9)\n"
 
 
 def release_notebook(root):
@@ -167,7 +78,7 @@ def with_edited_tests(nb):
     return nb
 
 
-def scenarios(release, answers, root):
+def scenarios(release, answers):
     """Map student -> (notebooks to submit {filename: nb}) for every scenario."""
 
     def answered(**replacements):
@@ -176,6 +87,7 @@ def scenarios(release, answers, root):
     solution = answers["softmax"]
     ignores_dim = next(m for m in mistakes(LAB) if m.name == "softmax_ignores_dim")
     everything_raises = {grade_id: 'raise RuntimeError("not done")' for grade_id in answers}
+    checks = on_the_checks
     return {
         "honest": answered(),
         "loop_in_function": answered(
@@ -183,16 +95,15 @@ def scenarios(release, answers, root):
         ),
         "loop_at_top_level": answered(softmax="while True:\n    pass\n" + solution),
         "imports_os": answered(softmax="import os\nos._exit(1)\n" + solution),
-        "input_transformer": answered(softmax=BLANKS_TEST_CELLS + WRONG_SOFTMAX),
-        "calls_torch_in_later_cells": answered(softmax=CALLS_TORCH_IN_LATER_CELLS + WRONG_SOFTMAX),
+        "input_transformer": answered(softmax=checks.BLANKS_TEST_CELLS + WRONG_SOFTMAX),
+        "calls_torch_in_later_cells": answered(
+            softmax=checks.CALLS_TORCH_IN_LATER_CELLS + WRONG_SOFTMAX
+        ),
         "calls_builtin": answered(softmax=CALLS_BUILTIN),
         "edited_tests": {NOTEBOOK: with_edited_tests(release)},
-        "patches_directly": answered(softmax=PATCHES_DIRECTLY + WRONG_SOFTMAX),
-        "patches_through_aliases": answered(softmax=PATCHES_THROUGH_ALIASES),
-        "huge_output": answered(
-            softmax='print("x" * 5_000_000)\nfor _ in range(20_000):\n'
-            '    print("spam")\n' + solution
-        ),
+        "patches_directly": answered(softmax=checks.PATCHES_DIRECTLY + WRONG_SOFTMAX),
+        "patches_through_aliases": answered(softmax=checks.PATCHES_THROUGH_ALIASES),
+        "huge_output": answered(softmax=on_the_grader.HUGE_OUTPUT.replace(SOLUTION, solution)),
         "raises_everywhere": {NOTEBOOK: fill(release, everything_raises)},
         "syntax_error": answered(
             log_softmax="def log_softmax(scores, dim=-1)\n    return scores\n"
@@ -204,35 +115,33 @@ def scenarios(release, answers, root):
     }
 
 
-def kernel_attacks(release, answers, root):
-    """Map student -> notebooks for the attacks on the kernel."""
+def answered_with(release, answers, attacks, **fields):
+    """Map student -> notebooks: each attack's softmax cell beside the other solutions."""
+    codes = {attack.name: attack.cell(answers["softmax"], **fields) for attack in attacks}
+    return {name: {NOTEBOOK: fill(release, {**answers, "softmax": c})} for name, c in codes.items()}
 
-    def answered(softmax):
-        return {NOTEBOOK: fill(release, {**answers, "softmax": softmax})}
 
+def honest_only(release, answers):
+    """Map student -> notebooks for one honest student."""
+    return {"honest": {NOTEBOOK: fill(release, answers)}}
+
+
+def kernel_attacks(release, answers):
+    """Map student -> notebooks for the attacks on the checks, beside an honest student."""
     return {
-        "honest": answered(answers["softmax"]),
-        "blanks_test_cells": answered(BLANKS_TEST_CELLS + WRONG_SOFTMAX),
-        "blanks_tests_by_ast": answered(BLANKS_TESTS_BY_AST + WRONG_SOFTMAX),
-        "attacks_at_first_call": answered(ATTACKS_AT_FIRST_CALL),
-        "swaps_check_code": answered(SWAPS_CHECK_CODE + WRONG_SOFTMAX),
-        "echoes_cells": answered(ECHOES_CELLS + WRONG_SOFTMAX),
-        "hides_errors": answered(HIDES_ERRORS + WRONG_SOFTMAX),
-        "patches_checks": answered(PATCHES_DIRECTLY + WRONG_SOFTMAX),
-        "patches_through_aliases": answered(PATCHES_THROUGH_ALIASES),
-        "replaces_agent": answered(REPLACES_AGENT + WRONG_SOFTMAX),
-        "rebinds_checks": answered(REBINDS_CHECKS + WRONG_SOFTMAX),
-        "crashes_in_function": answered(CRASHES_IN_FUNCTION),
-        "crashes_at_top_level": answered(CRASHES_AT_TOP_LEVEL + answers["softmax"]),
+        **honest_only(release, answers),
+        **answered_with(release, answers, on_the_checks.ATTACKS),
     }
 
 
-def graded_course(folder, submissions, config=""):
-    """A scratch course with these submissions, autograded once by `make autograde`."""
-    root = scratch_course(folder, [LAB])
-    with open(root / "nbgrader_config.py", "a") as handle:
-        handle.write(f"\nc.Execute.timeout = {CELL_LIMIT_SECONDS}\n{config}")
-    for student, files in submissions(release_notebook(root), solution_cells(LAB), root).items():
+def limited_course(course_copy, name):
+    """A course of one's own with lab 01 released and the cell limit of these tests."""
+    return course_copy(LAB, config_lines=[f"c.Execute.timeout = {CELL_LIMIT_SECONDS}"], name=name)
+
+
+def graded_course(root, submissions):
+    """The course at `root` with these submissions, autograded once by `make autograde`."""
+    for student, files in submissions(release_notebook(root), solution_cells(LAB)).items():
         paths.submitted(root, student, LAB).mkdir(parents=True, exist_ok=True)
         for filename, nb in files.items():
             submit(root, LAB, student, nb, filename=filename)
@@ -242,17 +151,15 @@ def graded_course(folder, submissions, config=""):
 
 
 @pytest.fixture(scope="module")
-def course(tmp_path_factory):
+def course(course_copy):
     """Every scenario, graded with the course's own configuration."""
-    return graded_course(tmp_path_factory.mktemp("hostile"), scenarios)
+    return graded_course(limited_course(course_copy, "hostile"), scenarios)
 
 
 @pytest.fixture(scope="module")
-def open_kernel(tmp_path_factory):
-    """The attacks on the kernel, graded with the course's own configuration."""
-    return graded_course(tmp_path_factory.mktemp("open"), kernel_attacks)
-
-
+def open_kernel(course_copy):
+    """The attacks on the checks, graded with the course's own configuration."""
+    return graded_course(limited_course(course_copy, "open"), kernel_attacks)
 
 
 def scores(course, student):
@@ -271,6 +178,35 @@ def autograded_output(course, student):
     """The text outputs of a student's autograded notebook."""
     path = paths.autograded(course["root"], student, LAB) / NOTEBOOK
     return notebooks.output_text(notebooks.read(path))
+
+
+def printed_output(course, student):
+    """What the cells of a student's autograded notebook printed themselves (no tracebacks)."""
+    path = paths.autograded(course["root"], student, LAB) / NOTEBOOK
+    return "".join(
+        output.text
+        for cell in notebooks.read(path).cells
+        for output in cell.get("outputs", [])
+        if output.output_type == "stream"
+    )
+
+
+def assert_refused(course, attack, **fields):
+    """The attack's notebook shows why it earned nothing, and it cost the tests it names only."""
+    shown, printed = autograded_output(course, attack.name), printed_output(course, attack.name)
+    for text in attack.shows:
+        assert text in shown, f"{attack.name} ({attack.why}): {text!r} not in\n{shown[-3000:]}"
+    for text in attack.printed(**fields):
+        assert text in printed, f"{attack.name} ({attack.why}) did not print {text!r}:\n{printed}"
+    cells, honest = scores(course, attack.name), scores(course, "honest")
+    assert sum(honest.values()) == 8
+    assert all(cells[grade_id] == 0 for grade_id in grade_ids(attack.loses)), cells
+    assert all(cells[grade_id] == honest[grade_id] for grade_id in grade_ids(attack.keeps)), cells
+
+
+def attack_name(attack):
+    """A test id: the attack's student."""
+    return attack.name
 
 
 def test_honest_student_gets_every_autograded_point(course):
@@ -315,7 +251,7 @@ def test_lab_autograde_finishes_in_bounded_time(course):
 def test_edited_tests_are_restored_with_their_points(course):
     cells = scores(course, "edited_tests")
     assert sum(cells.values()) == 0
-    with Gradebook(paths.gradebook_url(course["root"])) as gradebook:
+    with Gradebook(paths.default_gradebook_url(course["root"])) as gradebook:
         assert gradebook.find_assignment(LAB).max_code_score == 8
     assert "all tests passed" not in autograded_output(course, "edited_tests")
 
@@ -395,53 +331,9 @@ def test_feedback_shows_hidden_failures_but_not_hidden_code(course):
     assert huge.stat().st_size < 2_000_000
 
 
-def open_scores(open_kernel, student):
-    """grade_id -> score of a student of the course of attacks on the kernel."""
-    return cell_scores(open_kernel["root"], LAB, student)
-
-
-@pytest.mark.parametrize(
-    "student",
-    [
-        "blanks_test_cells",
-        "blanks_tests_by_ast",
-        "attacks_at_first_call",
-        "swaps_check_code",
-        "echoes_cells",
-        "hides_errors",
-        "patches_checks",
-        "patches_through_aliases",
-        "replaces_agent",
-        "rebinds_checks",
-    ],
-)
-def test_a_kernel_under_the_students_control_cannot_forge_a_pass(open_kernel, student):
-    assert sum(open_scores(open_kernel, "honest").values()) == 8
-    cells = open_scores(open_kernel, student)
-    assert all(cells[t] == 0 for t in SOFTMAX_TESTS + TEMPERATURE_TESTS), cells
-
-
-def test_correct_work_beside_the_attacks_still_earns_its_points(open_kernel):
-    for student in [
-        "blanks_tests_by_ast",
-        "echoes_cells",
-        "hides_errors",
-        "patches_checks",
-        "rebinds_checks",
-        "swaps_check_code",
-    ]:
-        cells = open_scores(open_kernel, student)
-        assert all(cells[t] > 0 for t in LOG_SOFTMAX_TESTS), (student, cells)
-
-
-def test_a_kernel_that_dies_costs_only_the_tests_that_need_the_dead_code(open_kernel):
-    for student in ["crashes_in_function", "crashes_at_top_level"]:
-        cells = open_scores(open_kernel, student)
-        assert all(cells[t] == 0 for t in SOFTMAX_TESTS), (student, cells)
-        assert cells["test_log_softmax_visible"] == 1 and cells["test_log_softmax_hidden"] == 2
-    root = open_kernel["root"]
-    path = paths.autograded(root, "crashes_at_top_level", LAB) / NOTEBOOK
-    assert "The kernel died while running this cell" in notebooks.output_text(notebooks.read(path))
+@pytest.mark.parametrize("attack", on_the_checks.ATTACKS, ids=attack_name)
+def test_a_kernel_under_the_students_control_cannot_forge_a_pass(open_kernel, attack):
+    assert_refused(open_kernel, attack)
 
 
 def test_hidden_test_code_never_reaches_the_kernel_or_the_feedback(open_kernel):
@@ -468,7 +360,7 @@ def test_hidden_test_code_never_reaches_the_kernel_or_the_feedback(open_kernel):
 
 
 def test_grades_csv_has_one_row_per_student_with_manual_grades(course):
-    url = paths.gradebook_url(course["root"])
+    url = paths.default_gradebook_url(course["root"])
     with Gradebook(url) as gradebook:
         grade = gradebook.find_grade("written_stability", Path(NOTEBOOK).stem, LAB, "honest")
         grade.manual_score = 2
@@ -495,8 +387,8 @@ def processes_working_in(folder):
     return found
 
 
-def test_autograde_killed_midway_resumes_without_losing_or_repeating(tmp_path):
-    root = scratch_course(tmp_path, [LAB])
+def test_autograde_killed_midway_resumes_without_losing_or_repeating(lab_01_course):
+    root = lab_01_course
     release, answers = release_notebook(root), solution_cells(LAB)
     slow = fill(
         release, {**answers, "softmax": "import time\ntime.sleep(3)\n" + answers["softmax"]}
@@ -537,8 +429,8 @@ def test_autograde_killed_midway_resumes_without_losing_or_repeating(tmp_path):
         ]
 
 
-def test_collect_reads_lms_file_names_and_reports_unreadable_ones(tmp_path):
-    root = scratch_course(tmp_path, [LAB])
+def test_collect_reads_lms_file_names_and_reports_unreadable_ones(lab_01_course):
+    root = lab_01_course
     archive = root / "downloaded" / LAB / "archive"
     archive.mkdir(parents=True)
     nb_text = (root / "release" / LAB / NOTEBOOK).read_text()
@@ -559,171 +451,6 @@ def test_collect_reads_lms_file_names_and_reports_unreadable_ones(tmp_path):
     assert "2026-10-01 14:30:05" in timestamp.read_text()
 
 
-# Attacks on the machine from a kernel the student owns (every cell runs). Each template is
-# filled with the scratch course's root and the ports of listeners this test opens on loopback.
-MARK = "PWNED-BY-A-SUBMISSION"
-WRITES_COURSE = """
-import numpy, torch
-targets = ["{root}/gradebook.db", "{root}/nbgrader_config.py", "{root}/course/grading/feedback.py",
-           "{root}/source/01_softmax/01_softmax_lab.ipynb", "../../../gradebook.db",
-           "../../../nbgrader_config.py", "/tmp/{mark}"]
-for target in targets:
-    for write in (lambda: open(target, "a").write("{mark}"),
-                  lambda: numpy.save(open(target, "ab"), numpy.frombuffer(b"{mark}", "uint8")),
-                  lambda: torch.save("{mark}", target)):
-        try:
-            write()
-            print("WROTE", target)
-        except Exception as error:
-            print("write refused:", target, type(error).__name__)
-"""
-READS_COURSE = """
-import numpy
-targets = ["{root}/source/01_softmax/01_softmax_lab.ipynb",
-           "{root}/submitted/honest/01_softmax/01_softmax_lab.ipynb",
-           "../../../source/01_softmax/01_softmax_lab.ipynb", "{course_package}/feedback.py"]
-for target in targets:
-    for read in (lambda: open(target).read(),
-                 lambda: numpy.fromfile(target, dtype="uint8").tobytes().decode()):
-        try:
-            print(read())
-        except Exception as error:
-            print("read refused:", target, type(error).__name__)
-"""
-USES_NETWORK = """
-import socket
-for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
-    port = {tcp_port} if kind == socket.SOCK_STREAM else {udp_port}
-    try:
-        with socket.socket(socket.AF_INET, kind) as sock:  # refused by the system call filter
-            sock.settimeout(2)
-            sock.connect(("127.0.0.1", port))
-            sock.send(b"{mark}")
-            print("SENT", kind)
-    except OSError as error:
-        print("network refused:", kind, type(error).__name__)
-interfaces = [line.split(":")[0].strip() for line in open("/proc/net/dev").readlines()[2:]]
-routes = open("/proc/net/route").readlines()[1:]
-print("interfaces:", interfaces, "routes:", len(routes))
-"""
-OUTLIVES_GRADING = """
-import os, time
-if os.fork() == 0:
-    os.setsid()
-    if os.fork() == 0:
-        time.sleep(600)
-    os._exit(0)
-"""
-HOOKS_LATER_KERNELS = """
-import glob, os, time
-if os.fork() == 0:
-    os.setsid()
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        for path in glob.glob("/tmp/**/*.json", recursive=True):
-            try:
-                from jupyter_client import BlockingKernelClient
-                client = BlockingKernelClient(connection_file=path)
-                client.load_connection_info()
-                client.start_channels()
-                client.execute("def softmax(scores, dim=-1):\\n    return scores * 0\\n")
-            except Exception:
-                pass
-        time.sleep(0.2)
-    os._exit(0)
-"""
-MEMORY_BOMB = """
-hoard = []
-try:
-    while True:
-        hoard.append(bytearray(256 * 2**20))
-except MemoryError:
-    print("memory refused after", len(hoard) // 4, "GiB")
-del hoard
-"""
-FORK_BOMB = """
-import os, time
-children = 0
-try:
-    while True:
-        if os.fork() == 0:
-            time.sleep(600)
-            os._exit(0)
-        children += 1
-except OSError as error:
-    print("fork refused after", children, "processes:", type(error).__name__)
-"""
-FILLS_DISK = """
-import os
-for folder in ("/tmp", os.path.expanduser("~"), "."):
-    written = 0
-    try:
-        with open(os.path.join(folder, "{mark}"), "wb") as handle:
-            while True:
-                handle.write(b"x" * 2**20)
-                handle.flush()
-                written += 1
-    except OSError as error:
-        print("disk refused in", folder, "after", written, "MiB:", type(error).__name__)
-"""
-# A module planted where another user can write (/tmp), named like one the grader imports.
-PLANTED = "open({marker!r}, 'w').close()\nraise ImportError('planted')\n"
-HUGE_REPLY = """
-def softmax(scores, dim=-1):
-    return torch.zeros(60_000_000)
-"""
-PRINTS_OVER_64_MIB = 'print("x" * 80_000_000)\n' + WRONG_SOFTMAX
-UNINTERRUPTIBLE = """
-import time
-
-
-def softmax(scores, dim=-1):
-    while True:
-        try:
-            time.sleep(1)
-        except BaseException:
-            pass
-"""
-# Every binding form, over builtins and the names the test cells import from locked cells.
-SHADOWS_BY_EVERY_BINDING = """
-import utils.grading
-import builtins as check_close
-for check_shape in [lambda *args, **kwargs: None]:
-    pass
-with open("/dev/null") as check_finite:
-    pass
-if (check_sums_to_one := lambda *args, **kwargs: None) is not None:
-    pass
-try:
-    raise ValueError("shadow")
-except ValueError as getattr:
-    pass
-abs, len, all = (lambda *args: 0), (lambda *args: 0), (lambda *args: True)
-
-
-def bool(*args):
-    return True
-
-
-class isinstance:
-    pass
-
-
-utils.grading.check_close = lambda *args, **kwargs: None
-"""
-SANDBOX_ATTACKS = {
-    "writes_course": WRITES_COURSE,
-    "reads_course": READS_COURSE,
-    "uses_network": USES_NETWORK,
-    "outlives_grading": OUTLIVES_GRADING,
-    "a_hooks_later_kernels": HOOKS_LATER_KERNELS,
-    "memory_bomb": MEMORY_BOMB,
-    "fork_bomb": FORK_BOMB,
-    "fills_disk": FILLS_DISK,
-    "shadows_by_every_binding": SHADOWS_BY_EVERY_BINDING,
-}
-
-
 def sandbox_processes():
     """Process ids that run as a sandbox's user."""
     found = []
@@ -739,42 +466,34 @@ def sandbox_processes():
 
 
 @pytest.fixture(scope="module")
-def attacked(tmp_path_factory):
+def attacked(course_copy):
     """The attacks on the machine, graded with listeners on loopback."""
     tcp = socket.create_server(("127.0.0.1", 0))
     udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     udp.bind(("127.0.0.1", 0))
     for listener in (tcp, udp):
         listener.setblocking(False)
-    folder = tmp_path_factory.mktemp("attacked")
-    (folder / "course").mkdir()  # a stand-in for the instructor's tools beside the course
-    (folder / "course" / "feedback.py").write_text("# the instructor's code\n")
+    root = limited_course(course_copy, "attacked")
+    (root / "course").mkdir()  # a stand-in for the instructor's tools beside the course
+    (root / "course" / "feedback.py").write_text("# the instructor's code\n")
     fields = {
-        "root": folder,
+        "root": root,
         "mark": MARK,
         "tcp_port": tcp.getsockname()[1],
         "udp_port": udp.getsockname()[1],
         "course_package": paths.ROOT / "course",
     }
 
-    def submissions(release, answers, root):
-        def answered(softmax):
-            return {NOTEBOOK: fill(release, {**answers, "softmax": softmax})}
-
-        attacks = {
-            student: answered(code.format(**fields) + WRONG_SOFTMAX)
-            for student, code in SANDBOX_ATTACKS.items()
-        }
+    def submissions(release, answers):
         return {
-            **attacks,
-            "huge_reply": answered(HUGE_REPLY),
-            "prints_over_64_mib": answered(PRINTS_OVER_64_MIB),
-            "uninterruptible": answered(UNINTERRUPTIBLE),
-            "honest": answered(answers["softmax"]),
+            **answered_with(release, answers, ON_THE_MACHINE, **fields),
+            **answered_with(release, answers, on_the_grader.BESIDE_THE_MACHINE),
+            **honest_only(release, answers),
         }
 
     try:
-        course = graded_course(folder, submissions)
+        course = graded_course(root, submissions)
+        course["fields"] = fields
         course["leftover_processes"] = sandbox_processes()
         course["tcp_connections"], course["udp_datagrams"] = [], []
         with contextlib.suppress(BlockingIOError):
@@ -791,20 +510,14 @@ def test_sandbox_can_be_made_here():
     assert sandbox.probe() == (True, "")
 
 
-ATTACKS_ON_THE_GRADER = ["huge_reply", "prints_over_64_mib", "uninterruptible"]
+@pytest.mark.parametrize("attack", ON_THE_MACHINE, ids=attack_name)
+def test_an_attack_on_the_machine_is_refused_and_earns_nothing(attacked, attack):
+    assert_refused(attacked, attack, **attacked["fields"])
 
 
-@pytest.mark.parametrize("student", [*SANDBOX_ATTACKS, *ATTACKS_ON_THE_GRADER])
-def test_an_attack_on_the_machine_earns_nothing(attacked, student):
-    assert sum(cell_scores(attacked["root"], LAB, "honest").values()) == 8
-    cells = cell_scores(attacked["root"], LAB, student)
-    assert all(cells[t] == 0 for t in SOFTMAX_TESTS), cells
-
-
-@pytest.mark.parametrize("student", ["memory_bomb", "fork_bomb", "fills_disk", "uninterruptible"])
-def test_an_attack_on_resources_costs_only_its_own_tests(attacked, student):
-    cells = cell_scores(attacked["root"], LAB, student)
-    assert cells["test_log_softmax_visible"] == 1 and cells["test_log_softmax_hidden"] == 2, cells
+@pytest.mark.parametrize("attack", on_the_grader.BESIDE_THE_MACHINE, ids=attack_name)
+def test_an_attack_on_the_grader_is_stopped_and_earns_nothing(attacked, attack):
+    assert_refused(attacked, attack)
 
 
 def test_the_kernel_cannot_write_the_course_or_outside_its_sandbox(attacked):
@@ -812,16 +525,14 @@ def test_the_kernel_cannot_write_the_course_or_outside_its_sandbox(attacked):
     output = autograded_output(attacked, "writes_course")
     wrote = [line for line in output.splitlines() if line.startswith("WROTE")]
     assert wrote and all(line == f"WROTE /tmp/{MARK}" for line in wrote)  # its own /tmp only
-    assert "write refused" in output
-    protected = ["gradebook.db", "nbgrader_config.py", "course/grading/feedback.py", "source"]
-    for path in [root / name for name in protected[:3]] + list((root / "source").rglob("*.*")):
+    protected = ["gradebook.db", "nbgrader_config.py", "course/grading/preprocessors/feedback.py"]
+    for path in [root / name for name in protected] + list((root / "source").rglob("*.*")):
         assert not path.exists() or MARK.encode() not in path.read_bytes(), path
     assert not list(root.rglob(MARK)) and not (Path("/tmp") / MARK).exists()
 
 
 def test_the_kernel_cannot_read_the_course_or_another_student(attacked):
     output = autograded_output(attacked, "reads_course")
-    assert "read refused" in output
     for secret in ["BEGIN HIDDEN TESTS", "torch.Generator().manual_seed(101)", "LimitOutputSize",
                    "HideHiddenTests", "def log_softmax"]:
         assert secret not in output
@@ -830,7 +541,6 @@ def test_the_kernel_cannot_read_the_course_or_another_student(attacked):
 def test_the_kernel_has_no_network(attacked):
     output = autograded_output(attacked, "uses_network")
     assert "SENT" not in output and output.count("network refused") == 2
-    assert "interfaces: ['lo'] routes: 0" in output
     assert attacked["tcp_connections"] == [] and attacked["udp_datagrams"] == []
 
 
@@ -839,55 +549,32 @@ def test_no_process_outlives_grading_or_reaches_a_later_kernel(attacked):
     assert sum(cell_scores(attacked["root"], LAB, "honest").values()) == 8
 
 
-def test_resource_limits_stop_bombs_inside_the_sandbox(attacked):
-    assert "memory refused after" in autograded_output(attacked, "memory_bomb")
-    assert "fork refused after" in autograded_output(attacked, "fork_bomb")
-    assert autograded_output(attacked, "fills_disk").count("disk refused in") == 3
-
-
 def test_an_attack_run_finishes_in_bounded_time(attacked):
     # 12 students with a 5 s cell limit; the uninterruptible one costs each of its tests that
     # limit, the grace before the kill and one replay, never more.
     assert attacked["seconds"] < 300, attacked["seconds"]
 
 
-# A student's binding of a locked in-kernel helper's name, in every form, after the locked cell.
-HELPER_LAB = "04_additive_scoring"
-BROKEN = "lambda *args, **kwargs: 1 / 0"
-REBINDS_HELPER = {
-    "def": "def set_parameters(*args, **kwargs):\n    return 1 / 0\n",
-    "class": "class parameter_gradients:\n    pass\n",
-    "import": "from math import pi as set_parameters\n",
-    "for": f"for set_parameters in [{BROKEN}]:\n    pass\n",
-    "with": "import contextlib\nwith contextlib.nullcontext(0) as parameter_gradients:\n    pass\n",
-    "walrus": f"if (set_parameters := {BROKEN}):\n    pass\n",
-    "except": "try:\n    1 / 0\nexcept ZeroDivisionError as set_parameters:\n    pass\n"
-    "set_parameters = None\n",
-    "tuple": f"set_parameters, (parameter_gradients, _) = {BROKEN}, ({BROKEN}, 0)\n",
-    "module_attribute": f"import utils.grading\nutils.grading.set_parameters = {BROKEN}\n"
-    f"utils.grading.parameter_gradients = {BROKEN}\n",
-}
-
-
 @pytest.fixture(scope="module")
-def rebound_helpers(tmp_path_factory):
+def rebound_helpers(course_copy):
     """Lab 04 solved, with the helpers' names rebound by each binding form."""
-    root = scratch_course(tmp_path_factory.mktemp("helpers"), [HELPER_LAB])
-    release = notebooks.read(root / "release" / HELPER_LAB / paths.lab_filename(HELPER_LAB))
-    answers = solution_cells(HELPER_LAB)
-    for student, code in {"honest": "", **REBINDS_HELPER}.items():
+    lab = on_the_helpers.LAB
+    root = course_copy(lab, name="helpers")
+    release = notebooks.read(root / "release" / lab / paths.lab_filename(lab))
+    answers = solution_cells(lab)
+    for student, code in {"honest": "", **on_the_helpers.REBINDS_HELPER}.items():
         first = {"additive_score": answers["additive_score"] + "\n\n" + code}
-        submit(root, HELPER_LAB, student, fill(release, {**answers, **first}))
-    result = run_instructor(root, "autograde", HELPER_LAB)
+        submit(root, lab, student, fill(release, {**answers, **first}))
+    result = run_instructor(root, "autograde", lab)
     assert result.returncode == 0, result.stdout + result.stderr
     return root
 
 
-@pytest.mark.parametrize("form", REBINDS_HELPER)
+@pytest.mark.parametrize("form", on_the_helpers.REBINDS_HELPER)
 def test_a_locked_helper_is_never_replaced_by_a_students_binding(rebound_helpers, form):
-    honest = cell_scores(rebound_helpers, HELPER_LAB, "honest")
+    honest = cell_scores(rebound_helpers, on_the_helpers.LAB, "honest")
     assert sum(honest.values()) > 0
-    assert cell_scores(rebound_helpers, HELPER_LAB, form) == honest
+    assert cell_scores(rebound_helpers, on_the_helpers.LAB, form) == honest
 
 
 def test_autograde_refuses_to_grade_where_no_sandbox_can_be_made(tmp_path, monkeypatch, capsys):
@@ -903,9 +590,9 @@ def test_autograde_refuses_to_grade_where_no_sandbox_can_be_made(tmp_path, monke
     assert not (tmp_path / "autograded").exists()
 
 
-def test_an_unsandboxed_run_says_so_on_every_summary_line(tmp_path):
-    root = scratch_course(tmp_path, [LAB])
-    submit(root, LAB, "honest", fill(release_notebook(root), solution_cells(LAB)))
+def test_an_unsandboxed_run_says_so_on_every_summary_line(lab_01_course, lab_01_work):
+    root = lab_01_course
+    submit(root, LAB, "honest", lab_01_work["solution"])
     result = run_instructor(root, "autograde", LAB, "--unsandboxed")
     assert result.returncode == 0, result.stdout + result.stderr
     lines = result.stdout.splitlines()
@@ -916,7 +603,6 @@ def test_an_unsandboxed_run_says_so_on_every_summary_line(tmp_path):
 def test_an_output_over_64_mib_is_dropped_before_the_grader_reads_it(attacked):
     output = autograded_output(attacked, "prints_over_64_mib")
     assert "x" * 1000 not in output
-    assert "one message was larger than 64 MiB" in output
     client = ForkingKernelManager().client()
     assert client.context.getsockopt(zmq.MAXMSGSIZE) == MAX_MESSAGE_BYTES
 
@@ -941,47 +627,6 @@ def test_a_module_planted_in_the_working_folder_never_runs_in_the_probe(tmp_path
     assert not (tmp_path / "ran").exists()
 
 
-# Kernels under the student's control (every cell runs) that answer the grader's requests
-# about softmax with 60 MB of JSON lists, as the agent's reply text or as the comm message itself,
-# that display 60 MB of them, or that print 60 MB thirty times in each call: the grader refuses
-# what is over its budget unbuilt, keeps no backlog of messages, and only the tests that needed
-# that value fail.
-ANSWERS_SOFTMAX_WITH = """
-manager = get_ipython().kernel.comm_manager
-register = manager.register_target
-
-
-def register_and_wrap(name, listen):
-    answer_honestly = listen.__self__.run
-
-    def answer(request):
-        return {reply} if '"softmax"' in request else answer_honestly(request)
-
-    listen.__self__.run = answer
-    register(name, listen)
-
-
-manager.register_target = register_and_wrap
-"""
-HOSTILE_REPLIES = {
-    "replies_60_mb_of_lists": "'{\"value\": [' + '[], ' * 15_000_000 + '[]]}'",
-    "sends_60_mb_of_lists": "[[]] * 15_000_000",
-}
-DISPLAYS_60_MB_OF_LISTS = """
-from IPython.display import publish_display_data
-
-publish_display_data({"application/json": [[]] * 15_000_000})
-"""
-PRINTS_60_MB_PER_CALL = """
-import sys
-
-
-def softmax(scores, dim=-1):
-    for _ in range(30):
-        print("x" * 60_000_000)
-        sys.stdout.flush()
-    return scores.softmax(dim)
-"""
 GRADER_MEMORY_LIMIT_MB = 1024  # the most a submission may add to the grader's peak memory
 
 
@@ -1015,7 +660,7 @@ def peak_memory_mb(pid):
     return int(lines[0].split()[1]) / 1024 if lines else 0
 
 
-def graded_with_peak_memory(folder, submissions):
+def graded_with_peak_memory(root, submissions):
     """`graded_course`, with the largest peak memory of its graders (MB)."""
     peak, done = [0.0], threading.Event()
 
@@ -1026,7 +671,7 @@ def graded_with_peak_memory(folder, submissions):
     sampler = threading.Thread(target=sample)
     sampler.start()
     try:
-        course = graded_course(folder, submissions)
+        course = graded_course(root, submissions)
     finally:
         done.set()
         sampler.join()
@@ -1034,89 +679,33 @@ def graded_with_peak_memory(folder, submissions):
 
 
 @pytest.fixture(scope="module")
-def hostile_replies(tmp_path_factory):
-    """Lab 01 graded for an honest student alone, then beside kernels that send 60 MB replies."""
+def hostile_replies(course_copy):
+    """Lab 01 graded for an honest student alone, then beside kernels that flood the grader."""
 
-    def honest_only(release, answers, root):
-        return {"honest": {NOTEBOOK: fill(release, answers)}}
-
-    def with_hostile_kernels(release, answers, root):
-        def answered(softmax):
-            return {NOTEBOOK: fill(release, {**answers, "softmax": softmax})}
-
-        replies = {
-            student: answered(answers["softmax"] + ANSWERS_SOFTMAX_WITH.format(reply=reply))
-            for student, reply in HOSTILE_REPLIES.items()
-        }
-        displays = answered(answers["softmax"] + DISPLAYS_60_MB_OF_LISTS)
-        prints = answered(PRINTS_60_MB_PER_CALL)
+    def with_hostile_kernels(release, answers):
         return {
-            **honest_only(release, answers, root),
-            **replies,
-            "displays_60_mb": displays,
-            "prints_60_mb_per_call": prints,
-            "prints_over_64_mib": answered(PRINTS_OVER_64_MIB),
+            **honest_only(release, answers),
+            **answered_with(release, answers, on_the_grader.REPLIES),
         }
 
-    honest = graded_with_peak_memory(tmp_path_factory.mktemp("honest"), honest_only)
-    hostile = graded_with_peak_memory(tmp_path_factory.mktemp("replies"), with_hostile_kernels)
+    honest = graded_with_peak_memory(limited_course(course_copy, "honest"), honest_only)
+    hostile = graded_with_peak_memory(
+        limited_course(course_copy, "replies"), with_hostile_kernels
+    )
     return {"honest": honest, "hostile": hostile}
 
 
-@pytest.mark.parametrize("student", HOSTILE_REPLIES)
-def test_a_60_mb_reply_is_refused_and_costs_only_the_tests_that_read_it(hostile_replies, student):
+@pytest.mark.parametrize("attack", on_the_grader.REPLIES, ids=attack_name)
+def test_a_flood_is_refused_and_costs_only_the_tests_that_needed_it(hostile_replies, attack):
     course = hostile_replies["hostile"]
     assert course["result"].returncode == 0, course["result"].stdout + course["result"].stderr
-    cells = scores(course, student)
-    assert all(cells[t] == 0 for t in SOFTMAX_TESTS), cells
-    assert all(cells[t] > 0 for t in LOG_SOFTMAX_TESTS), cells
-    output = autograded_output(course, student)
-    assert "JSON text of more than 100000 values" in output
-
-
-def test_60_mb_of_displayed_lists_are_refused_and_cost_no_point(hostile_replies):
-    course = hostile_replies["hostile"]
-    assert total(course, "displays_60_mb") == total(course, "honest") == 8
-    assert "The autograder refused a message of this cell" in autograded_output(
-        course, "displays_60_mb"
-    )
-
-
-FLOODS = {"prints_60_mb_per_call": "", "prints_over_64_mib": "one message was larger than 64 MiB"}
-
-
-@pytest.mark.parametrize("student", FLOODS)
-def test_floods_of_output_cost_only_their_own_tests(hostile_replies, student):
-    course = hostile_replies["hostile"]
-    cells = scores(course, student)
-    assert all(cells[t] > 0 for t in LOG_SOFTMAX_TESTS), cells
-    assert FLOODS[student] in autograded_output(course, student)
+    assert_refused(course, attack)
 
 
 def test_the_graders_peak_memory_under_60_mb_replies_stays_bounded(hostile_replies):
     honest, hostile = hostile_replies["honest"]["peak_mb"], hostile_replies["hostile"]["peak_mb"]
     print(f"grader peak memory: {honest:.0f} MB honest alone, {hostile:.0f} MB with 60 MB replies")
     assert 0 < hostile < honest + GRADER_MEMORY_LIMIT_MB, (honest, hostile)
-
-
-# A kernel that tries to leave links in its socket folder, and to swap a socket for one, then
-# dies: the grader restarts it.
-PLANTS_LINKS = """
-import os
-planted = []
-for name in ("planted", "kernel.json.bak", "kernel-9"):
-    try:
-        os.symlink({target!r}, os.path.join({ipc_dir!r}, name))
-        planted.append(name)
-    except OSError:
-        pass
-try:
-    os.rename(os.path.join({ipc_dir!r}, "kernel-1"), os.path.join({ipc_dir!r}, "moved"))
-    planted.append("moved")
-except OSError:
-    pass
-assert not planted, planted
-"""
 
 
 def run_in_kernel(client, code):

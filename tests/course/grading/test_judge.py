@@ -8,7 +8,8 @@ import base64
 import pytest
 import torch
 
-from course.grading import judge, wire
+from course.grading.preprocessors import judge
+from course.grading.remote import client, wire
 
 
 def round_trip(value):
@@ -112,7 +113,7 @@ def reply(text):
         {"data": {}},
         {"data": "reply"},
         reply(42),
-        reply("x" * (judge.MAX_REPLY_CHARACTERS + 1)),
+        reply("x" * (client.MAX_REPLY_CHARACTERS + 1)),
         reply("not json"),
         reply('{"value": 1, "error": {}}'),
         reply('{"values": 1}'),
@@ -122,8 +123,8 @@ def reply(text):
     ],
 )
 def test_missing_or_malformed_replies_fail_with_a_message(content):
-    with pytest.raises(judge.MalformedReply) as raised:
-        judge.KernelLink(executor=None).decode_reply(content)
+    with pytest.raises(client.MalformedReply) as raised:
+        client.KernelLink(executor=None).decode_reply(content)
     assert "reply" in str(raised.value)
 
 
@@ -174,8 +175,8 @@ def test_the_budget_counts_each_string_as_one_value_whatever_it_holds():
 def test_json_over_the_budget_is_refused_naming_what_was_over(text, over):
     with pytest.raises(wire.OverBudget, match=over):
         wire.loads(text)
-    with pytest.raises(judge.MalformedReply, match=over):
-        judge.KernelLink(executor=None).decode_reply(reply(f'{{"value": {text}}}'))
+    with pytest.raises(client.MalformedReply, match=over):
+        client.KernelLink(executor=None).decode_reply(reply(f'{{"value": {text}}}'))
 
 
 @pytest.mark.parametrize(
@@ -202,12 +203,12 @@ def test_tensor_records_are_checked_against_their_data_before_decoding(record):
 
 
 def test_every_message_part_from_the_kernel_is_read_within_the_budget():
-    part = judge.unpack_message_part(b'{"data": {"reply": "[1]"}, "name": "caf\xc3\xa9"}')
+    part = client.unpack_message_part(b'{"data": {"reply": "[1]"}, "name": "caf\xc3\xa9"}')
     assert part == {"data": {"reply": "[1]"}, "name": "caf\u00e9"}
     with pytest.raises(wire.OverBudget, match="values"):
-        judge.unpack_message_part(b'{"data": {"reply": [' + b"[], " * 10**6 + b"[]]}}")
+        client.unpack_message_part(b'{"data": {"reply": [' + b"[], " * 10**6 + b"[]]}}")
     with pytest.raises(wire.MalformedValue):
-        judge.unpack_message_part(b'{"data": NaN}')
+        client.unpack_message_part(b'{"data": NaN}')
 
 
 class RefusingClient:
@@ -227,11 +228,11 @@ class RefusingClient:
     [wire.OverBudget("JSON text of more than 100000 values"), ValueError("Invalid Signature")],
 )
 def test_a_message_the_grader_refuses_fails_the_waiting_test_with_a_message(error):
-    link = judge.KernelLink(executor=None)
+    link = client.KernelLink(executor=None)
     link.client = RefusingClient(error)
-    with pytest.raises(judge.MalformedReply, match=f"refused a message from the kernel: {error}"):
+    with pytest.raises(client.MalformedReply, match=f"refused a message from the kernel: {error}"):
         link.receive("iopub")
-    assert not issubclass(judge.MalformedReply, Exception)  # no check_raises(ValueError) hides it
+    assert not issubclass(client.MalformedReply, Exception)  # no check_raises(ValueError) hides it
 
 
 def test_the_graders_kernel_clients_read_messages_within_the_budget():
@@ -240,7 +241,7 @@ def test_the_graders_kernel_clients_read_messages_within_the_budget():
     execute = judge.JudgeExecute()
     execute.nb = nbformat.v4.new_notebook()
     manager = execute.create_kernel_manager()
-    assert manager.client().session.unpack is judge.unpack_message_part
+    assert manager.client().session.unpack is client.unpack_message_part
 
 
 # Replies a kernel under the student's control can send (tests/course/grading/reply_memory.py),
@@ -262,7 +263,7 @@ def test_the_graders_peak_memory_stays_bounded_whatever_the_kernel_replies():
     import sys
     from pathlib import Path
 
-    from course.build.nbgrader_run import nbgrader_environment
+    from course.coursedir.nbgrader_run import nbgrader_environment
 
     script = Path(__file__).with_name("reply_memory.py")
     result = subprocess.run(
@@ -288,32 +289,33 @@ def test_the_graders_peak_memory_stays_bounded_whatever_the_kernel_replies():
 def test_a_reply_of_the_wrong_type_fails_the_check_that_reads_it():
     from utils.grading import check_shape
 
-    value = judge.KernelLink(executor=None).decode_reply(reply('{"value": [1, 2]}'))
+    value = client.KernelLink(executor=None).decode_reply(reply('{"value": [1, 2]}'))
     with pytest.raises(AssertionError, match="should be a torch.Tensor, got list"):
         check_shape(value, (2,), "softmax(scores)")
 
 
 def test_the_students_exceptions_come_back_as_safe_builtins():
-    error = judge.remote_exception(
+    error = client.remote_exception(
         {"types": ["LinAlgError", "RuntimeError", "Exception"], "message": "singular", "where": ""}
     )
     assert type(error) is RuntimeError and str(error) == "singular"
-    error = judge.remote_exception({"types": ["Evil", "object"], "message": "x", "where": ""})
+    error = client.remote_exception({"types": ["Evil", "object"], "message": "x", "where": ""})
     assert type(error) is Exception
-    assert isinstance(judge.remote_exception({"types": ["KeyboardInterrupt"]}), judge.KernelTrouble)
-    assert isinstance(judge.remote_exception("junk"), judge.MalformedReply)
+    interrupted = client.remote_exception({"types": ["KeyboardInterrupt"]})
+    assert isinstance(interrupted, client.KernelTrouble)
+    assert isinstance(client.remote_exception("junk"), client.MalformedReply)
 
 
 def test_kernel_trouble_cannot_be_caught_by_a_test():
-    assert not issubclass(judge.KernelTrouble, Exception)
+    assert not issubclass(client.KernelTrouble, Exception)
 
 
 def test_no_grader_class_is_chosen_from_a_type_name_the_kernel_reports():
-    link = judge.KernelLink(executor=None)
+    link = client.KernelLink(executor=None)
     spoofed = link.remote_object(
         {"t": "handle", "id": 1, "types": ["torch.nn.modules.linear.Linear", "builtins.object"]}
     )
-    assert type(spoofed) is judge.Remote
+    assert type(spoofed) is client.Remote
     assert not isinstance(spoofed, torch.nn.Linear) and not isinstance(spoofed, torch.nn.Module)
 
 
@@ -353,7 +355,7 @@ def test_a_test_cell_asks_the_kernel_only_for_free_names_that_are_no_builtin():
 def test_oversized_messages_from_a_kernel_are_dropped_before_parsing(tmp_path):
     import zmq
 
-    from course.grading.fastkernel import MAX_MESSAGE_BYTES, bounded_context
+    from course.grading.kernels.provisioner import MAX_MESSAGE_BYTES, bounded_context
 
     context = bounded_context(zmq.Context)
     receiver = context.socket(zmq.PULL)
@@ -370,5 +372,3 @@ def test_oversized_messages_from_a_kernel_are_dropped_before_parsing(tmp_path):
     send(b"small")
     assert receiver.poll(5000) and receiver.recv() == b"small"
     receiver.close(linger=0)
-
-

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from sandboxed_kernel import lines_printed_in_a_sandboxed_kernel
 
-from course.grading import landlock, sandbox
+from course.grading.kernels import landlock, sandbox
 
 ABI = landlock.abi()
 needs_landlock = pytest.mark.skipif(ABI == 0, reason="this Linux has no Landlock")

@@ -2,7 +2,11 @@
 
 import pytest
 
-from course.grading.mathml import clean_html_keeping_mathml, is_presentation_mathml, math_as_mathml
+from course.grading.preprocessors.mathml import (
+    clean_html_keeping_mathml,
+    is_presentation_mathml,
+    math_as_mathml,
+)
 
 SOFTMAX = r"\operatorname{softmax}(x)_i = \frac{e^{x_i}}{\sum_j e^{x_j}}"
 

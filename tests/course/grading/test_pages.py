@@ -1,16 +1,15 @@
 """What pages show of a hostile submission: markdown and outputs cleaned, every output cut.
 
-Unit tests of `course.grading.pages` and `course.grading.output_limits`, and of the pages the
-course's configuration renders; `tests/browser/pages_check.py` opens the real pages in Chromium.
+Unit tests of `course.grading.preprocessors.pages` and `course.grading.preprocessors.output_limits`,
+and of the pages the course's configuration renders; `tests/browser/pages_check.py` opens the real
+pages in Chromium.
 """
 
 import copy
 import json
 from html.parser import HTMLParser
-from pathlib import Path
 
 import nbformat
-import nbgrader
 import pytest
 from nbconvert.exporters import HTMLExporter
 from nbformat.v4 import (
@@ -20,18 +19,14 @@ from nbformat.v4 import (
     new_output,
     new_raw_cell,
 )
-from traitlets.config.loader import PyFileConfigLoader
 
-from course.build import paths
-from course.build.submissions import solution_cells
-from course.grading.feedback import FeedbackExporter
-from course.grading.output_limits import Budget, LimitOutputSize, cut_output
-from course.grading.pages import AS_TEXT_NOTE, CleanSubmission, markdown_is_inert
-from course.lms import formats
+from course.coursedir.scratch import solution_cells
+from course.grading.preprocessors.feedback import FeedbackExporter
+from course.grading.preprocessors.output_limits import Budget, LimitOutputSize, cut_output
+from course.grading.preprocessors.pages import AS_TEXT_NOTE, CleanSubmission, markdown_is_inert
+from course.lms import feedback_zip
 
 LAB = "01_softmax"
-NBGRADER_PAGES = Path(nbgrader.__file__).parent / "server_extensions" / "formgrader"
-BOOTSTRAP_CSS = "static/node_modules/bootstrap/dist/css"
 LIMIT = 100_000
 HUGE = 3 * 1024 * 1024
 NOTE_SLACK = 1_000  # the note that says what was cut, and JSON punctuation
@@ -104,14 +99,9 @@ class ActiveMarkupFinder(HTMLParser):
         self.element = ""
 
 
-def course_config():
-    """The course's nbgrader configuration, as the formgrader and the feedback load it."""
-    return PyFileConfigLoader("nbgrader_config.py", path=str(paths.ROOT)).load_config()
-
-
-def page(nb):
+def page(nb, config):
     """A notebook rendered as the formgrader's exporter renders it, with the course's config."""
-    exporter = HTMLExporter(config=course_config(), template_name="classic")
+    exporter = HTMLExporter(config=config, template_name="classic")
     return exporter.from_notebook_node(copy.deepcopy(nb))[0]
 
 
@@ -162,13 +152,13 @@ def hostile_notebook():
 
 
 @pytest.mark.parametrize("name", HOSTILE_MARKDOWN)
-def test_hostile_markdown_is_shown_as_text(name):
+def test_hostile_markdown_is_shown_as_text(name, course_config):
     source = HOSTILE_MARKDOWN[name]
     nb = cleaned(new_notebook(cells=[new_markdown_cell(source)]))
     assert not markdown_is_inert(source, {})
     assert nb.cells[0].source.startswith(AS_TEXT_NOTE)
     assert source in nb.cells[0].source
-    assert active_markup(page(nb)) == []
+    assert active_markup(page(nb, course_config)) == []
 
 
 @pytest.mark.parametrize("source", LEGITIMATE_MARKDOWN)
@@ -213,8 +203,8 @@ def test_raw_cells_and_widget_state_are_not_emitted():
     assert nb.cells[-2].metadata == {}
 
 
-def test_the_page_of_a_hostile_notebook_runs_nothing_and_shows_the_rest():
-    html = page(hostile_notebook())
+def test_the_page_of_a_hostile_notebook_runs_nothing_and_shows_the_rest(course_config):
+    html = page(hostile_notebook(), course_config)
     assert active_markup(html) == []
     assert f"data:image/png;base64,{PNG}" in html
     assert "<math" in html and "e^{s_i}" not in html  # math as MathML
@@ -225,13 +215,10 @@ def test_the_page_check_sees_the_payloads_without_the_course_config():
     assert len(active_markup(raw)) >= len(HOSTILE_MARKDOWN) // 2
 
 
-def test_the_feedback_page_loads_no_mathjax():
-    config = course_config()
-    config.HTMLExporter.template_name = "feedback"
-    config.HTMLExporter.extra_template_paths = [str(NBGRADER_PAGES / BOOTSTRAP_CSS)]
+def test_the_feedback_page_loads_no_mathjax(feedback_config):
     resources = {"nbgrader": {"notebook": LAB, "score": 1, "max_score": 2, "late_penalty": 0}}
     nb = hostile_notebook()
-    html = FeedbackExporter(config=config).from_notebook_node(nb, resources=resources)[0]
+    html = FeedbackExporter(config=feedback_config).from_notebook_node(nb, resources=resources)[0]
     assert "cdnjs" not in html and "MathJax.Hub" not in html
     assert "<script" not in html.lower()
     assert active_markup(html) == []
@@ -328,12 +315,12 @@ def test_a_negative_limit_is_refused():
         Budget(-1)
 
 
-def test_the_lms_feedback_notebook_is_cleaned_and_cut(tmp_path):
+def test_the_lms_feedback_notebook_is_cleaned_and_cut(tmp_path, course_config):
     nb = hostile_notebook()
     nb.cells.append(new_code_cell(outputs=[HUGE_OUTPUTS["value"]()]))
     path = tmp_path / "autograded.ipynb"
     nbformat.write(nb, path)
-    feedback = formats.feedback_notebook(path, [("softmax", 1, 2, "")], LAB)
-    assert active_markup(page(feedback)) == []
+    feedback = feedback_zip.feedback_notebook(path, [("softmax", 1, 2, "")], LAB)
+    assert active_markup(page(feedback, course_config)) == []
     assert all(output_size(o) < LIMIT + NOTE_SLACK for o in feedback.cells[-1].outputs)
     assert feedback.cells[0].source.startswith(f"# Feedback on {LAB}")

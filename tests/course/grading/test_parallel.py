@@ -20,17 +20,18 @@ import pytest
 from catalogue import mistakes
 
 from course import instructor
-from course.build import gradebook_db, notebooks, paths
-from course.build.nbgrader_run import nbgrader_environment
-from course.build.submissions import (
+from course.coursedir import gradebook_db, notebooks, paths
+from course.coursedir.nbgrader_run import nbgrader_environment
+from course.coursedir.scratch import (
     autograded_scores,
     cell_scores,
     fill,
-    scratch_course,
     solution_cells,
     submit,
 )
-from course.grading import cgroups, pool
+from course.grading import pool
+from course.grading.kernels import cgroups
+from course.grading.preprocessors.judge import JudgeExecute
 
 LAB = "01_softmax"
 NOTEBOOK = paths.lab_filename(LAB)
@@ -96,9 +97,9 @@ def submission_counts(root):
 
 
 @pytest.fixture(scope="module")
-def released(tmp_path_factory):
+def released(course_copy):
     """A scratch course with lab 01 released and a class submitted, graded by no one yet."""
-    root = scratch_course(tmp_path_factory.mktemp("released"), [LAB])
+    root = course_copy(LAB, name="released")
     class_of_lab_01(root)
     return root
 
@@ -202,7 +203,8 @@ def test_a_run_stopped_midway_then_rerun_gives_every_grade_once(
     wait_for_a_graded_notebook(root, process)
     below = descendants(process.pid)
     assert below, "no worker was running"
-    assert started_modules(process.pid) == ["course.grading.worker"] * 2 + ["course.grading.zygote"]
+    workers = ["course.grading.pool"] * 2
+    assert started_modules(process.pid) == sorted([*workers, "course.grading.kernels.zygote"])
     # Ctrl-C on a terminal sends SIGINT to the command's process group (make and the instructor).
     os.killpg(process.pid, signal.SIGKILL if stop == "SIGKILL" else signal.SIGINT)
     out, _ = process.communicate(timeout=60)
@@ -225,9 +227,9 @@ def test_a_run_stopped_midway_then_rerun_gives_every_grade_once(
     assert submission_counts(root) == submission_counts(one_root)
 
 
-def hanging_course(root, honest):
+def hanging_course(course_copy, honest):
     """A scratch course (tests stopped after 8 s) with a looping softmax and `honest` solutions."""
-    root = scratch_course(root, [LAB], config_lines=["c.Execute.timeout = 8"])
+    root = course_copy(LAB, config_lines=["c.Execute.timeout = 8"], name="hanging")
     release = notebooks.read(root / "release" / LAB / NOTEBOOK)
     submit(root, LAB, "a_hangs", fill(release, {**solution_cells(LAB), "softmax": HANGS}))
     for number in range(honest):
@@ -236,8 +238,8 @@ def hanging_course(root, honest):
     return root
 
 
-def test_a_hanging_submission_holds_up_no_other(tmp_path):
-    root = hanging_course(tmp_path, honest=2)
+def test_a_hanging_submission_holds_up_no_other(course_copy):
+    root = hanging_course(course_copy, honest=2)
     students = instructor.submitted_students(LAB, root)
     outcomes = pool.grade_class(LAB, students, root, jobs=2)
     assert list(outcomes)[-1] == "a_hangs", list(outcomes)  # the others finished first
@@ -247,8 +249,8 @@ def test_a_hanging_submission_holds_up_no_other(tmp_path):
     assert 0 < sum(cell_scores(root, LAB, "a_hangs").values()) < 8
 
 
-def test_a_submission_over_the_time_limit_is_stopped_and_left_for_the_next_run(tmp_path):
-    root = hanging_course(tmp_path, honest=0)
+def test_a_submission_over_the_time_limit_is_stopped_and_left_for_the_next_run(course_copy):
+    root = hanging_course(course_copy, honest=0)
     outcomes = pool.grade_class(LAB, ["a_hangs"], root, jobs=1, limit=10)
     assert not outcomes["a_hangs"].success
     assert "grading took longer than 10 s and was stopped" in outcomes["a_hangs"].log
@@ -325,3 +327,12 @@ def test_a_share_must_be_k_of_n(text):
     with pytest.raises(ValueError, match="K/N with 0 <= K < N"):
         pool.parse_share(text)
     assert pool.parse_share("3/4") == (3, 4)
+
+
+@pytest.mark.parametrize("sandboxed", [True, False])
+def test_workers_get_the_sandbox_setting_as_nbgrader_configuration(sandboxed, monkeypatch):
+    command = pool.worker_command(LAB, sandboxed)
+    options = command[command.index(LAB) + 1 :]
+    assert options == ([] if sandboxed else ["--ForkingExecute.sandbox=False"])
+    monkeypatch.chdir(paths.ROOT)  # where nbgrader_config.py is
+    assert JudgeExecute(config=pool.nbgrader_api(options).config).sandbox is sandboxed

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell
 
-from course.grading.regrade import KeepManualGrades, QuietCapture, RestoreTestCells
+from course.grading.preprocessors.regrade import KeepManualGrades, QuietCapture, RestoreTestCells
 
 HIDDEN = "check(1)\n### BEGIN HIDDEN TESTS\ncheck(2)\n### END HIDDEN TESTS\n"
 

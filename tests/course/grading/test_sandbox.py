@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import zmq
 
-from course.grading import cgroups, sandbox
+from course.grading.kernels import cgroups, sandbox
 
 
 def inside_sandbox(tmp_path, monkeypatch, extra_readable):
@@ -373,3 +373,10 @@ def test_the_kernel_folders_of_a_killed_grader_are_swept_and_no_others(tmp_path,
         (folder / "ipc" / "kernel-1").write_text("")
     sandbox.sweep_kernel_folders()
     assert not left.exists() and (ours / "ipc" / "kernel-1").exists()
+
+
+def test_pivot_root_is_called_by_its_number_on_each_known_machine_and_refused_elsewhere():
+    assert sandbox.pivot_root_number("x86_64") == 155
+    assert sandbox.pivot_root_number("aarch64") == 41
+    with pytest.raises(sandbox.SandboxError, match="sparc64"):
+        sandbox.pivot_root_number("sparc64")

@@ -14,8 +14,8 @@ import pyseccomp
 import pytest
 from sandboxed_kernel import lines_printed_in_a_sandboxed_kernel
 
-from course.build import paths
-from course.grading import sandbox, syscall_filter
+from course.coursedir import paths
+from course.grading.kernels import sandbox, syscall_filter
 
 LIBC = ctypes.CDLL(None, use_errno=True)
 ADDR_NO_RANDOMIZE = 0x0040000
@@ -190,7 +190,7 @@ TORCH_AND_MATPLOTLIB = """
 import io, torch, matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
-from course.grading import syscall_filter
+from course.grading.kernels import syscall_filter
 syscall_filter.install()
 torch.set_num_threads(2)
 a = torch.ones(512, 512)

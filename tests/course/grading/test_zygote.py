@@ -10,15 +10,16 @@ import time
 
 import psutil
 import pytest
+from jupyter_client.provisioning import KernelProvisionerFactory
 
-from course.grading import cgroups, fastkernel, sandbox, zygote
+from course.grading.kernels import cgroups, provisioner, sandbox, zygote
 
 
 def kernel_request(tmp_path, name):
     """A request for an unsandboxed kernel whose connection file is tmp_path/name.json."""
     argv = [sys.executable, "-m", "ipykernel_launcher", "-f", str(tmp_path / f"{name}.json")]
     environment = {"PATH": os.environ["PATH"], "HOME": str(tmp_path)}
-    return {"argv": argv, "cwd": str(tmp_path), "env": environment, "ipc_dir": None}
+    return {"argv": argv, "cwd": str(tmp_path), "env": environment, "sandbox": False}
 
 
 def ask(connection, request):
@@ -52,10 +53,10 @@ def test_closing_a_connection_kills_its_kernels_and_no_other(shared_zygote, tmp_
     first, second = connect(address), connect(address)
     kept = ask(second, kernel_request(tmp_path, "kept"))["pid"]
     dropped = ask(first, kernel_request(tmp_path, "dropped"))["pid"]
-    assert not fastkernel.exited(kept, 0) and not fastkernel.exited(dropped, 0)
+    assert not provisioner.exited(kept, 0) and not provisioner.exited(dropped, 0)
     first.close()  # as when a worker is killed
-    assert fastkernel.exited(dropped, 10)
-    assert not fastkernel.exited(kept, 1)
+    assert provisioner.exited(dropped, 10)
+    assert not provisioner.exited(kept, 1)
     os.kill(kept, signal.SIGKILL)
     second.close()
 
@@ -68,13 +69,31 @@ def test_a_malformed_request_is_answered_and_the_zygote_goes_on(shared_zygote, t
         os.kill(pid, signal.SIGKILL)
 
 
+@pytest.mark.parametrize(
+    "changes, reason",
+    [
+        ({"sandbox": None}, '"sandbox": true or false'),
+        ({"sandbox": "no"}, '"sandbox": true or false'),
+        ({"sandbox": True}, "needs an ipc_dir"),
+        ({"sandbox": True, "ipc_dir": ""}, "needs an ipc_dir"),
+    ],
+)
+def test_a_request_must_say_whether_to_sandbox_the_kernel(shared_zygote, tmp_path, changes, reason):
+    request = {**kernel_request(tmp_path, "unclear"), **changes}
+    if changes["sandbox"] is None:
+        del request["sandbox"]
+    with connect(shared_zygote) as connection:
+        assert reason in ask(connection, request)["error"]
+        assert ask(connection, [1, 2])["error"] == 'the request must say "sandbox": true or false'
+
+
 def test_closing_the_lifeline_ends_the_zygote_and_every_kernel(tmp_path):
     with zygote.shared() as address:
         connection = connect(address[zygote.ADDRESS_VARIABLE])
         pid = ask(connection, kernel_request(tmp_path, "last"))["pid"]
         parent = kernel_parent(pid)
-    assert fastkernel.exited(parent, 0), "the zygote outlived its lifeline"
-    assert fastkernel.exited(pid, 10), "a kernel outlived its zygote"
+    assert provisioner.exited(parent, 0), "the zygote outlived its lifeline"
+    assert provisioner.exited(pid, 10), "a kernel outlived its zygote"
 
 
 def test_a_private_zygote_ends_with_its_one_connection():
@@ -88,19 +107,19 @@ def test_a_private_zygote_ends_with_its_one_connection():
 
 def test_exited_sees_a_process_end_without_polling():
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    assert not fastkernel.exited(child.pid, 0)
+    assert not provisioner.exited(child.pid, 0)
     child.kill()
     started = time.monotonic()
-    assert fastkernel.exited(child.pid, 10)  # a zombie has exited
+    assert provisioner.exited(child.pid, 10)  # a zombie has exited
     assert time.monotonic() - started < 5
     child.wait()
-    assert fastkernel.exited(child.pid, 0)  # and so has a process that is gone
+    assert provisioner.exited(child.pid, 0)  # and so has a process that is gone
 
 
 def test_the_iri_checker_is_not_imported_and_notebooks_still_validate():
     code = (
         "import sys\n"
-        "from course.grading import zygote\n"
+        "from course.grading.kernels import zygote\n"
         "zygote.skip_slow_unused_imports()\n"
         "import nbformat\n"
         "nbformat.validate(nbformat.v4.new_notebook())\n"
@@ -124,22 +143,22 @@ def test_a_kernel_gets_its_own_arguments_not_the_launcher_module(command, argume
 
 
 def test_a_worker_whose_shared_zygote_has_gone_goes_on_with_its_own(tmp_path, monkeypatch):
-    monkeypatch.setattr(fastkernel, "_link", None)
-    monkeypatch.setattr(fastkernel, "_shared_lost", False)
+    client = zygote.ZygoteClient()
     with zygote.shared() as address:
         monkeypatch.setenv(zygote.ADDRESS_VARIABLE, address[zygote.ADDRESS_VARIABLE])
-        first = fastkernel.fork_kernel(kernel_request(tmp_path, "first"))["pid"]
-        shared = fastkernel.zygote_link()
+        first = client.fork_kernel(kernel_request(tmp_path, "first"))["pid"]
+        shared = client.link()
+        assert shared.process is None  # the shared zygote, not one of its own
         os.kill(kernel_parent(first), signal.SIGKILL)  # the shared zygote dies mid-run
-        second = fastkernel.fork_kernel(kernel_request(tmp_path, "second"))["pid"]
-        own = fastkernel.zygote_link()
-        assert own is not shared and own.process is not None
+        second = client.fork_kernel(kernel_request(tmp_path, "second"))["pid"]
+        own = client.link()
+        assert own is not shared and own.process is not None and client.shared_lost
         assert kernel_parent(second) == own.process.pid
-    assert fastkernel.exited(first, 10)
+    assert provisioner.exited(first, 10)
     own.answers.close()  # its own zygote ends with its connection, and so does its kernel
     own.connection.close()
     assert own.process.wait(60) == 0
-    assert fastkernel.exited(second, 10)
+    assert provisioner.exited(second, 10)
 
 
 def kernel_parent(pid):
@@ -151,7 +170,7 @@ def kernel_parent(pid):
 # fail at once when request["fail"]; it reaps a child that has already ended before it looks.
 SLOW_STARTING_ZYGOTE = """
 import json, os, signal, socket, sys, time
-from course.grading import zygote
+from course.grading.kernels import zygote
 
 def start_kernel(request, report_fd, group=None):
     if request.get("fail"):
@@ -208,36 +227,38 @@ def wait_for_children(process, count):
 def test_a_kernel_slow_to_start_holds_up_no_other_worker(slow_zygote):
     address, process = slow_zygote
     slow, quick = connect(address), connect(address)
-    slow.sendall(b'{"delay": 5}\n')
+    slow.sendall(b'{"delay": 5, "sandbox": false}\n')
     wait_for_children(process, 1)
     started = time.monotonic()
-    quick_pid = ask(quick, {"delay": 0})["pid"]
+    quick_pid = ask(quick, {"delay": 0, "sandbox": False})["pid"]
     assert time.monotonic() - started < 4, "the zygote waited for another worker's kernel"
     slow_pid = json.loads(slow.makefile("r").readline())["pid"]
     assert {slow_pid, quick_pid} == {child.pid for child in process.children()}
     slow.close()
     quick.close()
-    assert fastkernel.exited(slow_pid, 10) and fastkernel.exited(quick_pid, 10)
+    assert provisioner.exited(slow_pid, 10) and provisioner.exited(quick_pid, 10)
 
 
 def test_a_worker_gone_while_its_kernel_starts_takes_that_kernel_with_it(slow_zygote):
     address, process = slow_zygote
     connection = connect(address)
-    connection.sendall(b'{"delay": 30}\n')
+    connection.sendall(b'{"delay": 30, "sandbox": false}\n')
     (starting,) = wait_for_children(process, 1)
     connection.close()
-    assert fastkernel.exited(starting.pid, 10), "a kernel outlived the worker that asked for it"
+    assert provisioner.exited(starting.pid, 10), "a kernel outlived the worker that asked for it"
     with connect(address) as again:  # and the zygote goes on
-        pid = ask(again, {"delay": 0})["pid"]
-    assert fastkernel.exited(pid, 10)
+        pid = ask(again, {"delay": 0, "sandbox": False})["pid"]
+    assert provisioner.exited(pid, 10)
 
 
 def test_a_kernel_that_fails_at_once_is_answered_and_the_zygote_goes_on(slow_zygote):
     address, _ = slow_zygote
     with connect(address) as connection:
-        assert ask(connection, {"fail": True}) == {"error": "cannot sandbox the kernel"}
-        pid = ask(connection, {"delay": 0})["pid"]
-    assert fastkernel.exited(pid, 10)
+        assert ask(connection, {"fail": True, "sandbox": False}) == {
+            "error": "cannot sandbox the kernel"
+        }
+        pid = ask(connection, {"delay": 0, "sandbox": False})["pid"]
+    assert provisioner.exited(pid, 10)
 
 
 def control_group_folders(pid):
@@ -251,7 +272,8 @@ def control_group_folders(pid):
 def test_a_sandboxed_kernel_gets_a_control_group_removed_once_it_has_ended(shared_zygote, tmp_path):
     ipc_dir = tmp_path / "ipc"
     sandbox.make_socket_folder(ipc_dir)
-    request = {**kernel_request(ipc_dir, "kernel"), "cwd": str(tmp_path), "ipc_dir": str(ipc_dir)}
+    request = {**kernel_request(ipc_dir, "kernel"), "cwd": str(tmp_path)}
+    request.update(sandbox=True, ipc_dir=str(ipc_dir))
     try:
         with connect(shared_zygote) as connection:
             pid = ask(connection, request)["pid"]
@@ -265,3 +287,12 @@ def test_a_sandboxed_kernel_gets_a_control_group_removed_once_it_has_ended(share
             assert not any(folder.exists() for folder in folders)
     finally:
         sandbox.remove_socket_folder(ipc_dir)
+
+
+def test_a_forking_kernel_manager_gets_its_provisioner_by_the_entry_point_name():
+    manager = provisioner.ForkingKernelManager(kernel_name="python3")
+    named = manager.kernel_spec.metadata["kernel_provisioner"]["provisioner_name"]
+    assert named == provisioner.PROVISIONER_NAME
+    factory = KernelProvisionerFactory.instance()
+    built = factory.create_provisioner_instance("k", manager.kernel_spec, parent=manager)
+    assert type(built) is provisioner.ForkProvisioner

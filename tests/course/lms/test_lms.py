@@ -16,13 +16,13 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from catalogue import mistakes
 
-from course.build import gradebook_db, notebooks, paths
-from course.build.nbgrader_run import instructor as run_instructor
-from course.build.submissions import autograded_scores, fill, scratch_course, solution_cells
-from course.lms import formats
+from course.coursedir import gradebook_db, paths
+from course.coursedir.nbgrader_run import instructor as run_instructor
+from course.coursedir.scratch import autograded_scores
+from course.lms import gradebook_csv, names
 from course.lms.collect import collect_export
+from course.lms.roster import read_roster, roster_entry
 
 LAB = "01_softmax"
 NOTEBOOK = paths.lab_filename(LAB)
@@ -97,7 +97,7 @@ def csv_rows(text):
     ],
 )
 def test_export_file_names_are_read_for_each_lms(path, expected):
-    download = formats.parse_download(path)
+    download = names.parse_download(path)
     assert download is not None
     assert (download.lms, download.lms_id, download.name, download.original, download.late) == (
         expected
@@ -109,17 +109,17 @@ def test_export_file_names_are_read_for_each_lms(path, expected):
     "path", ["01_softmax_lab.ipynb", "submissions/Ada/01_softmax_lab.ipynb", "ada_lab.ipynb"]
 )
 def test_names_of_no_lms_are_not_read(path):
-    assert formats.parse_download(path) is None
+    assert names.parse_download(path) is None
 
 
 def test_blackboard_attempt_time_is_readable():
-    download = formats.parse_download("lab1_ada_attempt_2026-10-01-14-30-05_01_softmax_lab.ipynb")
+    download = names.parse_download("lab1_ada_attempt_2026-10-01-14-30-05_01_softmax_lab.ipynb")
     assert download.attempt == "2026-10-01 14:30:05"
 
 
 def test_zip_names_without_the_utf8_flag_are_decoded():
     name = "Zoë Ångström_101_assignsubmission_file_x.ipynb"
-    assert formats.zip_entry_name(zipfile.ZipInfo(name.encode().decode("cp437"))) == name
+    assert names.zip_entry_name(zipfile.ZipInfo(name.encode().decode("cp437"))) == name
 
 
 def test_roster_matches_by_lms_id_then_by_a_unique_name(tmp_path):
@@ -131,9 +131,9 @@ def test_roster_matches_by_lms_id_then_by_a_unique_name(tmp_path):
         "s005,Alan,Turing,\n",
         encoding="utf-8",
     )
-    roster = formats.read_roster(tmp_path / "roster.csv")
+    roster = read_roster(tmp_path / "roster.csv")
     by = {
-        path: (formats.roster_entry(roster, formats.parse_download(path)) or {}).get("student_id")
+        path: (roster_entry(roster, names.parse_download(path)) or {}).get("student_id")
         for path in [
             "whoever_12345_1_a.ipynb",
             "ångströmzoë_777_2_a.ipynb",
@@ -168,7 +168,7 @@ MOODLE_WORKSHEET = (
 
 def test_canvas_gradebook_gets_the_lab_column_and_nothing_else():
     scores = {"12345": 8.0, "34567": 5.5, "45678": 3}
-    text, name, report = formats.fill_gradebook(CANVAS_GRADEBOOK, LAB, scores)
+    text, name, report = gradebook_csv.fill_gradebook(CANVAS_GRADEBOOK, LAB, scores)
     assert name == "Canvas"
     before, after = csv_rows(CANVAS_GRADEBOOK), csv_rows(text)
     assert [row[5] for row in after[2:]] == ["8", "5.5", ""]
@@ -184,13 +184,15 @@ def test_canvas_gradebook_gets_the_lab_column_and_nothing_else():
 def test_canvas_column_can_be_named_when_no_title_names_the_lab():
     gradebook = CANVAS_GRADEBOOK.replace("Lab 01: Softmax", "Week 3 homework")
     with pytest.raises(ValueError, match="LMS_COLUMN"):
-        formats.fill_gradebook(gradebook, LAB, {"12345": 8.0})
-    text, _, _ = formats.fill_gradebook(gradebook, LAB, {"12345": 8.0}, column="Week 3 homework")
+        gradebook_csv.fill_gradebook(gradebook, LAB, {"12345": 8.0})
+    text, _, _ = gradebook_csv.fill_gradebook(
+        gradebook, LAB, {"12345": 8.0}, column="Week 3 homework"
+    )
     assert csv_rows(text)[2][5] == "8"
 
 
 def test_moodle_worksheet_gets_the_grade_column_and_keeps_its_quoting():
-    text, name, report = formats.fill_gradebook(MOODLE_WORKSHEET, LAB, {"101": 7.25})
+    text, name, report = gradebook_csv.fill_gradebook(MOODLE_WORKSHEET, LAB, {"101": 7.25})
     assert name == "Moodle"
     rows = csv_rows(text)
     assert rows[1][4] == "7.25" and rows[1][9] == "Line one\nline two"
@@ -200,7 +202,7 @@ def test_moodle_worksheet_gets_the_grade_column_and_keeps_its_quoting():
 
 def test_unknown_gradebooks_are_refused():
     with pytest.raises(ValueError, match="not a Canvas gradebook"):
-        formats.fill_gradebook("name,score\nada,3\n", LAB, {})
+        gradebook_csv.fill_gradebook("name,score\nada,3\n", LAB, {})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -241,16 +243,9 @@ def test_blackboard_latest_attempt_wins_and_several_notebooks_are_not_guessed(tm
 # The round trip, one scratch course per LMS
 
 
-def submissions(root):
-    """The notebooks students hand in: solution, blank, one catalogued mistake."""
-    release = notebooks.read(root / "release" / LAB / NOTEBOOK)
-    answers = solution_cells(LAB)
-    ignores_dim = next(m for m in mistakes(LAB) if m.name == "softmax_ignores_dim")
-    return {
-        "solution": notebook_bytes(fill(release, answers)),
-        "blank": notebook_bytes(release),
-        "mistake": notebook_bytes(fill(release, {**answers, "softmax": ignores_dim.code})),
-    }
+def submissions(lab_01_work):
+    """The notebooks students hand in, as bytes: solution, blank, one catalogued mistake."""
+    return {case: notebook_bytes(nb) for case, nb in lab_01_work.items()}
 
 
 def grade_by_hand(root, student, score, comment):
@@ -303,10 +298,10 @@ def round_trip(root, export, gradebook_csv, graded_by_hand, roster=None):
 
 
 @pytest.fixture(scope="module")
-def canvas(tmp_path_factory):
+def canvas(course_copy, lab_01_work):
     """A Canvas export of lab 01 taken through the whole cycle, with a roster."""
-    root = scratch_course(tmp_path_factory.mktemp("canvas"), [LAB])
-    work = submissions(root)
+    root = course_copy(LAB, name="canvas")
+    work = submissions(lab_01_work)
     export = {
         f"lovelaceada_12345_678901_{NOTEBOOK}": work["solution"],
         "turingalan_LATE_23456_678902_01_softmax_lab-1.ipynb": work["solution"],
@@ -336,10 +331,10 @@ def canvas(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def moodle(tmp_path_factory):
+def moodle(course_copy, lab_01_work):
     """A Moodle export ("download submissions in folders") taken through the whole cycle."""
-    root = scratch_course(tmp_path_factory.mktemp("moodle"), [LAB])
-    work = submissions(root)
+    root = course_copy(LAB, name="moodle")
+    work = submissions(lab_01_work)
     export = {
         f"Zoë Ångström_101_assignsubmission_file/{NOTEBOOK}": work["solution"],
         "José María Núñez_102_assignsubmission_file/01_softmax_lab (1).ipynb": work["blank"],

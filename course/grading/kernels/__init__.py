@@ -1,0 +1,7 @@
+"""How a student's kernel starts: forked from a zygote into an OS sandbox of its own.
+
+`provisioner` is jupyter_client's side (the kernel manager nbgrader's Execute uses, and the
+kernel provisioner it builds by its entry point); it asks `zygote`, a process that has imported
+torch once, to fork a kernel, which enters `sandbox` (its namespaces and root), `cgroups` (its
+limits as a whole), `syscall_filter` and `landlock`. Imports nothing else of `course`.
+"""

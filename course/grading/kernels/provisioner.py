@@ -1,0 +1,306 @@
+"""Start autograding kernels as forks of the zygote (`course.grading.kernels.zygote`).
+
+Each forked kernel enters an OS sandbox of its own (`course.grading.kernels.sandbox`) before it
+runs any student code, and talks to the grader over Unix sockets (jupyter_client's `ipc` transport):
+it has no network at all.
+
+nbgrader uses it through `ForkingExecute`, whose subclass `nbgrader_config.py` names
+(`course.grading.preprocessors.judge.JudgeExecute`). Its `ForkingKernelManager` gives each kernel
+spec the provisioner `ForkProvisioner`, by the name of its entry point (PROVISIONER_NAME, in
+pyproject.toml): jupyter_client builds it, and every signal, kill and "is it alive" of a kernel
+goes through it to `ForkedProcess`. The workers of `make autograde` share one zygote, named by
+COURSE_KERNEL_ZYGOTE (`course.grading.pool`); any other nbgrader process starts a zygote of its
+own. Without a sandbox (``c.ForkingExecute.sandbox = False``, or
+``--ForkingExecute.sandbox=False`` on nbgrader's command line) kernels run as the grading user;
+``c.ForkingExecute.fork = False`` also starts them the ordinary way.
+"""
+
+import contextlib
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from queue import Empty
+
+import zmq
+import zmq.asyncio
+from jupyter_client.asynchronous import AsyncKernelClient
+from jupyter_client.kernelspec import KernelSpecManager
+from jupyter_client.manager import AsyncKernelManager
+from jupyter_client.provisioning import LocalProvisioner
+from jupyter_client.session import Session
+from nbgrader.preprocessors import Execute
+from traitlets import Bool, default
+
+from course.grading.kernels import sandbox, zygote
+
+PROVISIONER_NAME = "course-fork-provisioner"  # ForkProvisioner's entry point
+# A larger message from a kernel is dropped by ZeroMQ before anything parses it: the request
+# that waited for it runs out of time, and the grader's memory stays bounded.
+MAX_MESSAGE_BYTES = 64 * 2**20
+KILL_WAIT_SECONDS = 1
+IOPUB_JOIN_SECONDS = 0.02
+READY_SECONDS = 60  # for a starting kernel to answer
+RECONNECT_MILLISECONDS = 10
+
+
+def bounded_context(context_class=zmq.Context):
+    """A ZeroMQ context whose sockets drop any message larger than MAX_MESSAGE_BYTES."""
+    context = context_class()
+    context.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_BYTES)
+    context.setsockopt(zmq.RECONNECT_IVL, RECONNECT_MILLISECONDS)
+    return context
+
+
+def exited(pid, timeout=None):
+    """True once process `pid` has exited (a zombie has), waiting up to `timeout` seconds."""
+    pidfd = zygote.open_pidfd(pid)
+    if pidfd is None:
+        return True
+    try:
+        return bool(select.select([pidfd], [], [], timeout)[0])  # readable once it has exited
+    finally:
+        os.close(pidfd)
+
+
+class ForkedProcess:
+    """The parts of `subprocess.Popen` that a kernel provisioner uses, for a forked kernel.
+
+    The kernel is no child of this process (the zygote forked it): its exit is seen through a
+    pidfd, and its exit code is unknown.
+    """
+
+    stdin = stdout = stderr = None
+
+    def __init__(self, pid):
+        self.pid = pid
+        self.returncode = None
+
+    def poll(self):
+        """None while the kernel runs, then its (unknown, so 0) exit code."""
+        if self.returncode is None and exited(self.pid, 0):
+            self.returncode = 0
+        return self.returncode
+
+    def wait(self, timeout=None):
+        """Block until the kernel has exited."""
+        if self.returncode is None and not exited(self.pid, timeout):
+            raise subprocess.TimeoutExpired(str(self.pid), timeout)
+        self.returncode = 0
+        return self.returncode
+
+    def send_signal(self, signum):
+        """Signal the kernel's process group (the kernel alone until it leads one), if it runs."""
+        for send in (os.killpg, os.kill):
+            with contextlib.suppress(ProcessLookupError):
+                send(self.pid, signum)
+                return
+
+    def kill(self):
+        """Kill the kernel."""
+        self.send_signal(signal.SIGKILL)
+
+
+class ForkProvisioner(LocalProvisioner):
+    """Launch the kernel as a fork of the zygote instead of a new interpreter.
+
+    Its parent is a `ForkingKernelManager`, which says whether to sandbox the kernel and where
+    its sockets go.
+    """
+
+    zygote_client = zygote.ZygoteClient()  # this process's way to a zygote, for all its kernels
+
+    async def launch_kernel(self, cmd, **kwargs):
+        """Ask the zygote for a kernel running `cmd`'s ipykernel arguments."""
+        sandboxed = self.parent.sandbox
+        environment = dict(kwargs.get("env") or os.environ)
+        request = {
+            "argv": [sys.executable, *cmd[1:]],
+            "cwd": str(Path(kwargs.get("cwd") or os.getcwd()).resolve()),
+            "env": sandbox.sandbox_environment(environment) if sandboxed else environment,
+            "sandbox": sandboxed,
+            "ipc_dir": self.parent.ipc_dir,
+        }
+        answer = self.zygote_client.fork_kernel(request)
+        if "error" in answer:
+            raise sandbox.SandboxError(answer["error"])
+        pid = answer["pid"]
+        self.process = ForkedProcess(pid)
+        self.pid = self.pgid = pid
+        self.cwd = request["cwd"]
+        return self.connection_info
+
+    async def send_signal(self, signum):
+        """Signal the kernel through its ForkedProcess (interrupts, kills, terminations)."""
+        if self.process is not None:
+            self.process.send_signal(signum)
+
+    async def kill(self, restart=False):
+        """Kill the kernel and see it gone, so the manager need not poll for it."""
+        process = self.process
+        await super().kill(restart=restart)
+        if process is not None:
+            exited(process.pid, KILL_WAIT_SECONDS)
+
+    async def terminate(self, restart=False):
+        """Kill the kernel: a sandbox's process 1 ignores SIGTERM."""
+        await self.kill(restart=restart)
+
+
+class ForkingKernelSpecManager(KernelSpecManager):
+    """The installed kernel specs, each naming the forking provisioner (PROVISIONER_NAME)."""
+
+    def get_kernel_spec(self, kernel_name):
+        """The spec of `kernel_name`, whose kernels jupyter_client launches by forking."""
+        spec = super().get_kernel_spec(kernel_name)
+        provisioner = {"provisioner_name": PROVISIONER_NAME, "config": {}}
+        spec.metadata = {**spec.metadata, "kernel_provisioner": provisioner}
+        return spec
+
+
+class BoundedKernelClient(AsyncKernelClient):
+    """nbclient's client: drops oversized messages; ready when the kernel answers, not 0.2 s on."""
+
+    @default("context")
+    def _context_default(self):
+        """A context of its own (destroyed with the client) whose sockets drop large messages."""
+        self._created_context = True
+        return bounded_context(zmq.asyncio.Context)
+
+    async def wait_for_ready(self, timeout=None):
+        """Return once the kernel answers kernel_info on shell and publishes on IOPub."""
+        deadline = time.monotonic() + (float("inf") if timeout is None else timeout)
+        while True:
+            self.kernel_info()
+            try:
+                reply = await self.shell_channel.get_msg(timeout=1)
+                if reply["msg_type"] == "kernel_info_reply":
+                    await self.iopub_channel.get_msg(timeout=IOPUB_JOIN_SECONDS)  # IOPub joined
+                    self._handle_kernel_info_reply(reply)
+                    return
+            except Empty:
+                pass
+            if not await self._async_is_alive():
+                raise RuntimeError("Kernel died before replying to kernel_info")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"Kernel didn't respond in {timeout:g} seconds")
+
+
+class ForkingKernelManager(AsyncKernelManager):
+    """A kernel manager whose kernels are forks of the zygote, each in a sandbox of its own.
+
+    Its kernel specs name the forking provisioner, which jupyter_client builds by that name.
+    """
+
+    sandbox = Bool(True, help="Run each kernel in an OS sandbox (course.grading.kernels.sandbox)")
+    ipc_dir = None
+    _pinned = ()  # descriptors of the running kernel's sockets (sandbox.pin_sockets)
+
+    @default("kernel_spec_manager")
+    def _kernel_spec_manager_default(self):
+        """Kernel specs that name the forking provisioner."""
+        return ForkingKernelSpecManager(data_dir=self.data_dir)
+
+    @default("client_factory")
+    def _client_factory_default(self):
+        """Clients whose sockets drop oversized messages, ready as soon as the kernel answers."""
+        return BoundedKernelClient
+
+    @default("context")
+    def _context_default(self):
+        """Sockets that drop oversized messages (the manager's own; clients have theirs)."""
+        self._created_context = True
+        return bounded_context(zmq.asyncio.Context)
+
+    async def _async_pre_start_kernel(self, **kwargs):
+        """Give each start of a sandboxed kernel a fresh folder for its connection file and sockets.
+
+        The folder is at the same path at each start, in a folder of the grader's that no kernel
+        can write; what the last kernel left there is removed first, so that nothing a kernel
+        wrote is ever used again. The kernel binds its sockets there (`self.ip`); the grader's
+        clients connect through links of its own (`_async_post_start_kernel`).
+        """
+        if self.sandbox:
+            if self.ipc_dir is None:
+                self.ipc_dir = str(sandbox.new_kernel_folder() / "ipc")
+                self.transport = "ipc"
+                self.connection_file = f"{self.ipc_dir}/kernel.json"
+            else:
+                sandbox.unpin_sockets(self._pinned)
+                sandbox.remove_socket_folder(self.ipc_dir)
+            self._pinned = []
+            self.ip = f"{self.ipc_dir}/kernel"
+            sandbox.make_socket_folder(self.ipc_dir)
+        return await super()._async_pre_start_kernel(**kwargs)
+
+    async def _async_cleanup_resources(self, restart=False):
+        """Remove the sandbox's folder once the kernel is gone for good."""
+        await super()._async_cleanup_resources(restart=restart)
+        if not restart and self.ipc_dir is not None:
+            sandbox.unpin_sockets(self._pinned)
+            self._pinned = []
+            sandbox.remove_socket_folder(self.ipc_dir)
+            sandbox.remove_tree(Path(self.ipc_dir).parent)
+            self.ipc_dir = None
+
+    async def _async_post_start_kernel(self, **kwargs):
+        """Hold a sandboxed kernel's sockets once it has started, and connect only through them.
+
+        The kernel answers only once it has made its sockets, and it runs no student code before
+        a request arrives: none has been sent yet. From then on the grader's clients reach these
+        sockets through links in the grader's own folder (`sandbox.pin_sockets`), whatever the
+        kernel puts in its socket folder later.
+        """
+        if self.sandbox and await self._answers():
+            names = [f"{os.path.basename(self.ip)}-{port}" for port in self.ports]
+            links = Path(self.ipc_dir).parent / "links"
+            self._pinned = sandbox.pin_sockets(self.ipc_dir, names, links)
+            self.ip = str(links / os.path.basename(self.ip))
+        await super()._async_post_start_kernel(**kwargs)
+
+    async def _answers(self):
+        """True once the kernel answers; else False, and the kernel is dead (killed if it hung)."""
+        # A session of its own: a client sharing the manager's would share its socket identity,
+        # and the kernel would then ignore the one that nbclient reconnects after a restart.
+        session = Session(key=self.session.key, signature_scheme=self.session.signature_scheme)
+        client = self.client(session=session)
+        client.start_channels()
+        try:
+            await client.wait_for_ready(timeout=READY_SECONDS)
+            return True
+        except RuntimeError:  # its users find it dead, as they would have without this wait
+            await self.provisioner.kill()
+            return False
+        finally:
+            client.stop_channels()
+
+
+class ForkingExecute(Execute):
+    """nbgrader's Execute preprocessor, with kernels forked from the zygote."""
+
+    fork = Bool(True, help="Fork kernels from a process that has imported torch").tag(config=True)
+    sandbox = Bool(True, help="Run each student's kernel in an OS sandbox of its own").tag(
+        config=True
+    )
+
+    @default("shutdown_kernel")
+    def _shutdown_kernel_default(self):
+        """Kill the kernel when the notebook is done: every output has arrived by then."""
+        return "immediate"
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.sandbox and not self.fork:
+            raise ValueError("sandboxed kernels are forked: keep c.ForkingExecute.fork = True")
+        if self.fork:
+            self.kernel_manager_class = ForkingKernelManager
+
+    def create_kernel_manager(self):
+        """The kernel manager, told whether to sandbox its kernels."""
+        km = super().create_kernel_manager()
+        if isinstance(km, ForkingKernelManager):
+            km.sandbox = self.sandbox
+        return km

@@ -1,0 +1,564 @@
+"""An OS sandbox of its own for each student's kernel: Linux namespaces, entered after a fork.
+
+The zygote (`course.grading.kernels.zygote`) has imported torch once; for each kernel it forks a
+child that calls `enter`. The child unshares a mount, PID, network, IPC and UTS namespace, forks
+the kernel as process 1 of its new PID namespace, and reports that process's id. The kernel then:
+
+* sees a root of its own: Python, the installed packages and `utils` read-only, a private copy of
+  the student's folder in a size-capped home, a size-capped /tmp, a few devices, its own /proc,
+  and the folder of its Unix sockets (`make_socket_folder`: a fresh, size-capped tmpfs for each
+  kernel when the grader is root, taken back once the kernel has made its sockets). Nothing
+  else of the course, and no home of the instructor;
+* has no network: its network namespace holds only a loopback that is down. The grader reaches
+  it through jupyter_client's `ipc` transport (Unix sockets in that folder);
+* runs as an unprivileged user of its own (a user id no other sandbox has, when the grader is
+  root; otherwise root of a user namespace with no capabilities), with no new privileges;
+* has its system calls filtered (`course.grading.kernels.syscall_filter`: no new namespace, no
+  socket but a Unix one, none of the kernel's more exposed interfaces) and, where Linux has
+  Landlock, may write only in its own folders, use no TCP and signal nothing outside
+  (`course.grading.kernels.landlock`);
+* has limits on memory, processes, CPU time, file size and open files, for each process, and
+  on memory, processes and CPU share for the sandbox whole, in a control group of its own where
+  the grader can make one (`course.grading.kernels.cgroups`);
+* dies whole: killing it (process 1) kills every process of its namespace, and it is killed when
+  the zygote or the grader is gone.
+
+`probe()` tells whether this machine can make such a sandbox, and why not.
+
+Why not bubblewrap or nsjail: both build their sandbox around a program that they then exec. A
+kernel is a fork of the zygote, which has already imported torch and ipykernel; an exec would
+throw those imports away and cost each kernel the 1-2 s that the zygote saves. So the forked
+process makes its sandbox itself, with the same system calls those tools make (unshare, mounts,
+pivot_root, a user of its own, no capabilities, a system call filter).
+"""
+
+import ctypes
+import json
+import os
+import platform
+import resource
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from course.grading.kernels import cgroups, landlock, syscall_filter
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUTS = 0x04000000
+CLONE_NEWIPC = 0x08000000
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
+CLONE_NEWNET = 0x40000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+MNT_DETACH, UMOUNT_NOFOLLOW = 2, 8
+PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP = 1, 38, 24
+FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+KERNEL_FOLDER_PREFIX = "course-sandbox-"  # then the id of the grader process that made it
+UID_BASE = 2_000_000_000  # sandbox user ids: UID_BASE + the pid of the process that made it
+HOME = "/home/student"
+SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc"]
+DEVICES = ["null", "zero", "full", "random", "urandom"]
+KEPT_ENVIRONMENT = {
+    "PATH",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TZ",
+    "PYTHONHASHSEED",
+    "NBGRADER_EXECUTION",
+    "MPLBACKEND",
+    "JPY_PARENT_PID",
+    "JPY_SESSION_NAME",
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "ATEN_CPU_CAPABILITY",
+    "MKL_ENABLE_INSTRUCTIONS",
+    "MKL_CBWR",
+    "ONEDNN_MAX_CPU_ISA",
+    "PYDEVD_DISABLE_FILE_VALIDATION",
+}
+# pivot_root(2) has no glibc wrapper: its system call number, by platform.machine().
+PIVOT_ROOT_NUMBERS = {"x86_64": 155, "aarch64": 41}
+MiB = 1 << 20
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one sandboxed kernel may use."""
+
+    memory_bytes: int = 4096 * MiB  # address space of each process
+    sandbox_memory_bytes: int = 4096 * MiB  # resident memory of the sandbox whole (control group)
+    processes: int = 64  # processes and threads of its user, and of its control group
+    cpu_seconds: int = 900
+    file_bytes: int = 32 * MiB  # largest file it may write
+    open_files: int = 256
+    tmp_bytes: int = 64 * MiB  # each of /tmp and the home folder
+    socket_folder_bytes: int = 1 * MiB  # the folder of its connection file and sockets
+    socket_folder_files: int = 64
+
+
+class SandboxError(RuntimeError):
+    """This machine cannot make the sandbox."""
+
+
+def _check(result, what):
+    """Raise OSError with errno when a libc call failed."""
+    if result != 0:
+        error = ctypes.get_errno()
+        raise OSError(error, f"{what}: {os.strerror(error)}")
+
+
+def _mount(source, target, fstype=None, flags=0, data=None):
+    """mount(2)."""
+    encode = lambda text: None if text is None else str(text).encode()  # noqa: E731
+    _check(
+        _libc.mount(encode(source), encode(target), encode(fstype), flags, encode(data)),
+        f"mount {target}",
+    )
+
+
+def _bind(source, target, writable=False):
+    """Bind `source` at `target`, read-only unless `writable`, never with devices or setuid."""
+    _mount(source, target, flags=MS_BIND | MS_REC)
+    flags = MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV | (0 if writable else MS_RDONLY)
+    _mount(None, target, flags=flags)
+
+
+def _prctl(option, value):
+    """prctl(2) with one argument."""
+    _check(_libc.prctl(option, value, 0, 0, 0), f"prctl {option}")
+
+
+def readable_paths():
+    """The folders a kernel reads: the system, Python, the installed packages and `utils`."""
+    import utils
+
+    found = [Path(p) for p in SYSTEM_DIRS if os.path.isdir(p) and not os.path.islink(p)]
+    python = [sys.base_prefix, sys.prefix, Path(sys.executable).resolve().parent.parent]
+    found += [Path(p).resolve() for p in python]
+    found.append(Path(utils.__file__).resolve().parent)
+    unique = []
+    for path in sorted(set(found), key=lambda p: len(p.parts)):
+        if not any(path.is_relative_to(kept) for kept in unique):
+            unique.append(path)
+    return unique
+
+
+def sandbox_environment(environment, home=HOME):
+    """The kernel's environment: the harmless variables of `environment` and private folders."""
+    kept = {key: value for key, value in environment.items() if key in KEPT_ENVIRONMENT}
+    return {
+        **kept,
+        "HOME": home,
+        "TMPDIR": "/tmp",
+        "IPYTHONDIR": "/tmp/ipython",
+        "MPLCONFIGDIR": "/tmp/matplotlib",
+        "JUPYTER_RUNTIME_DIR": "/tmp/jupyter",
+        "JUPYTER_CONFIG_DIR": "/tmp/jupyter",
+        "JUPYTER_DATA_DIR": "/tmp/jupyter",
+    }
+
+
+def enter(folder, ipc_dir, limits=Limits(), report=None, group=None):
+    """In a freshly forked child: make the sandbox, become its process 1, return there.
+
+    `folder` is copied into the sandbox's home and becomes the working directory; `ipc_dir` is
+    the folder of the kernel's connection file and sockets (`make_socket_folder`). `report(pid)`
+    is called in this (the outer) process with the id of the sandboxed process, which then waits
+    for it and exits with it: only the sandboxed process returns from this function. Both first
+    join `group` (a `cgroups.Group`, or None), so every process of the sandbox starts there.
+    """
+    if group is not None:
+        group.join()
+    root = os.geteuid() == 0
+    uid = UID_BASE + os.getpid() if root else 0
+    outer_uid, outer_gid = os.geteuid(), os.getegid()
+    flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS
+    _check(_libc.unshare(flags | (0 if root else CLONE_NEWUSER)), "unshare")
+    if not root:
+        Path("/proc/self/setgroups").write_text("deny")
+        Path("/proc/self/uid_map").write_text(f"0 {outer_uid} 1")
+        Path("/proc/self/gid_map").write_text(f"0 {outer_gid} 1")
+    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    pid = os.fork()
+    if pid:
+        _wait_and_exit(pid, report)
+    new_root = Path(ipc_dir).parent / "root"
+    new_root.mkdir(exist_ok=True)
+    _build_root(new_root, Path(folder), Path(ipc_dir), uid, limits)
+    _pivot(new_root)
+    _libc.sethostname(b"sandbox", 7)
+    os.chdir(Path(HOME) / Path(folder).name)
+    _limit(limits)
+    _drop_privileges(uid, root)
+    # Process 1 dies with the process that forked it (set last: a change of user clears it).
+    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    syscall_filter.install()  # denies calls that the steps above made
+    landlock.install(ipc_dir)  # where Linux has Landlock: writes only where the kernel may
+
+
+def _wait_and_exit(pid, report):
+    """The outer process: report the sandbox's process 1, wait for it, exit with its status."""
+    if report is not None:
+        report(pid)
+    for fd in range(3):
+        os.dup2(os.open(os.devnull, os.O_RDWR), fd)
+    os.closerange(3, 65536)
+    status = 1
+    try:
+        while True:
+            waited, code = os.waitpid(pid, 0)
+            if waited == pid:
+                status = os.waitstatus_to_exitcode(code)
+                break
+    except ChildProcessError:
+        pass
+    os._exit(status if status >= 0 else 128 - status)
+
+
+def _build_root(new_root, folder, ipc_dir, uid, limits):
+    """Mount the sandbox's file system at `new_root`."""
+    _mount(None, "/", flags=MS_REC | MS_PRIVATE)
+    _mount("tmpfs", new_root, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=755")
+    # The private folders first: a course installed under /tmp or /home is bound inside them.
+    _make_devices(new_root / "dev")
+    # A new /proc, of the new PID namespace: mounted while the old root (and its /proc) is still
+    # visible, which Linux requires of a user namespace that is not the first.
+    (new_root / "proc").mkdir()
+    _mount("proc", new_root / "proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    size = limits.tmp_bytes
+    tmp = new_root / "tmp"
+    tmp.mkdir()
+    _mount("tmpfs", tmp, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=1777")
+    home = new_root / HOME.lstrip("/")
+    home.mkdir(parents=True)
+    options = f"size={size},mode=700,uid={uid},gid={uid}"
+    _mount("tmpfs", home, "tmpfs", MS_NOSUID | MS_NODEV, options)
+    _copy_folder(folder, home / folder.name, uid)
+    for path in readable_paths():
+        target = new_root / path.relative_to("/")
+        target.mkdir(parents=True, exist_ok=True)
+        _bind(path, target)
+    for name in ("bin", "sbin", "lib", "lib32", "lib64"):
+        link = Path("/") / name
+        if link.is_symlink():
+            (new_root / name).symlink_to(os.readlink(link))
+    sockets = new_root / ipc_dir.relative_to("/")
+    sockets.mkdir(parents=True, exist_ok=True)
+    _hand_over(ipc_dir, uid)
+    _bind(ipc_dir, sockets, writable=True)
+    _mount(None, new_root, flags=MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+
+
+def _hand_over(ipc_dir, uid):
+    """Give the sandbox's user the socket folder and the grader's files in it, following no link."""
+    folder = os.open(ipc_dir, FOLDER_FLAGS)
+    try:
+        os.fchown(folder, uid, uid)
+        for name in os.listdir(folder):
+            os.chown(name, uid, uid, dir_fd=folder, follow_symlinks=False)
+    finally:
+        os.close(folder)
+
+
+def new_kernel_folder():
+    """A new private folder (mode 0700) for one kernel's socket folder and root."""
+    return Path(tempfile.mkdtemp(prefix=f"{KERNEL_FOLDER_PREFIX}{os.getpid()}-"))
+
+
+def sweep_kernel_folders():
+    """Remove the kernel folders that this user's ended grader processes left (e.g. killed)."""
+    for folder in Path(tempfile.gettempdir()).glob(f"{KERNEL_FOLDER_PREFIX}*-*"):
+        maker = folder.name.removeprefix(KERNEL_FOLDER_PREFIX).split("-")[0]
+        status = folder.lstat()
+        ours = stat.S_ISDIR(status.st_mode) and status.st_uid == os.geteuid()
+        if ours and maker.isdigit() and not cgroups.running(int(maker)):
+            remove_socket_folder(folder / "ipc")
+            remove_tree(folder)
+
+
+def make_socket_folder(ipc_dir, limits=Limits()):
+    """Make `ipc_dir`, empty, for one kernel start: a tmpfs with a size and a number of files.
+
+    Only root can mount it; otherwise the folder is a plain one, as large as its file system.
+    """
+    os.mkdir(ipc_dir, 0o700)
+    if os.geteuid() == 0:
+        size, files = limits.socket_folder_bytes, limits.socket_folder_files
+        options = f"size={size},nr_inodes={files},mode=700"
+        _mount("tmpfs", ipc_dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, options)
+
+
+def pin_sockets(ipc_dir, sockets, links_dir):
+    """Hold the kernel's `sockets` (names in `ipc_dir`) open, and link to them from `links_dir`.
+
+    Called once the kernel has made its sockets, before any student code ran. Each socket is
+    opened without following links and checked to be one; `links_dir/<name>` then leads to that
+    open file through /proc, so the grader connects to what the kernel made as it started
+    whatever the kernel later puts in its folder. As root, the folder is also taken back from
+    the kernel. Returns the open descriptors (close them when the kernel is gone); SandboxError
+    if one of them is not a socket.
+    """
+    folder = os.open(ipc_dir, FOLDER_FLAGS)
+    pinned = []
+    try:
+        if os.geteuid() == 0:
+            os.fchown(folder, os.geteuid(), os.getegid())
+            os.fchmod(folder, 0o700)
+        for name in sockets:
+            pinned.append(os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=folder))
+            if not stat.S_ISSOCK(os.fstat(pinned[-1]).st_mode):
+                raise SandboxError(f"the kernel's {name} in {ipc_dir} is not a socket")
+    except BaseException:
+        unpin_sockets(pinned)
+        raise
+    finally:
+        os.close(folder)
+    remove_tree(links_dir)
+    os.mkdir(links_dir, 0o700)
+    for name, descriptor in zip(sockets, pinned, strict=True):
+        os.symlink(f"/proc/{os.getpid()}/fd/{descriptor}", os.path.join(links_dir, name))
+    return pinned
+
+
+def unpin_sockets(pinned):
+    """Close the descriptors that `pin_sockets` returned."""
+    for descriptor in pinned:
+        os.close(descriptor)
+
+
+def remove_socket_folder(ipc_dir):
+    """Remove `ipc_dir` and whatever a kernel left in it: unmount its tmpfs, remove the rest."""
+    if os.geteuid() == 0:
+        _libc.umount2(str(ipc_dir).encode(), MNT_DETACH | UMOUNT_NOFOLLOW)  # fails if not mounted
+    remove_tree(ipc_dir)
+
+
+def remove_tree(path):
+    """Remove the folder `path` and all in it: no link followed, no recursion, at any depth.
+
+    One folder is open at a time: the walk goes down by name and back up by "..", checking that
+    each folder it comes back to is the one it left.
+    """
+    try:
+        current = os.open(path, FOLDER_FLAGS)
+    except FileNotFoundError:
+        return
+    names, identities = [], [_identity(current)]
+    try:
+        while True:
+            child = _empty_but_one_folder(current)
+            if child is not None:
+                below = os.open(child, FOLDER_FLAGS, dir_fd=current)
+                os.close(current)
+                current = below
+                names.append(child)
+                identities.append(_identity(current))
+            elif names:
+                above = os.open("..", FOLDER_FLAGS, dir_fd=current)
+                os.close(current)
+                current = above
+                identities.pop()
+                if _identity(current) != identities[-1]:
+                    raise OSError(f"{path} was moved while it was being removed")
+                os.rmdir(names.pop(), dir_fd=current)
+            else:
+                break
+    finally:
+        os.close(current)
+    os.rmdir(path)
+
+
+def _identity(descriptor):
+    """(device, inode) of an open file."""
+    status = os.fstat(descriptor)
+    return status.st_dev, status.st_ino
+
+
+def _empty_but_one_folder(folder):
+    """Unlink every entry of the open `folder` but its folders; the name of one of them, or None."""
+    removed = True
+    while removed:  # a scan that removes entries may miss others: scan until one removes none
+        removed = False
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    return entry.name
+                os.unlink(entry.name, dir_fd=folder)
+                removed = True
+    return None
+
+
+def _make_devices(dev):
+    """A /dev with only the harmless character devices, and /dev/fd."""
+    dev.mkdir()
+    _mount("tmpfs", dev, "tmpfs", MS_NOSUID | MS_NOEXEC, "size=64k,mode=755")
+    for name in DEVICES:
+        (dev / name).touch()
+        _mount(f"/dev/{name}", dev / name, flags=MS_BIND)
+    (dev / "fd").symlink_to("/proc/self/fd")
+    for number, name in enumerate(["stdin", "stdout", "stderr"]):
+        (dev / name).symlink_to(f"/proc/self/fd/{number}")
+    (dev / "shm").mkdir()
+    os.chmod(dev / "shm", 0o1777)  # mkdir's mode passes through the umask
+
+
+def _copy_folder(folder, target, uid):
+    """Copy the student's folder (links stay links, and what does not fit is left out)."""
+    try:
+        shutil.copytree(folder, target, symlinks=True)
+    except (shutil.Error, OSError):
+        target.mkdir(exist_ok=True)
+    for path in [target, *target.rglob("*")]:
+        try:
+            os.chown(path, uid, uid, follow_symlinks=False)
+        except OSError:
+            pass
+
+
+def pivot_root_number(machine=None):
+    """The system call number of pivot_root on `machine` (default: this one's)."""
+    machine = machine or platform.machine()
+    if machine not in PIVOT_ROOT_NUMBERS:
+        raise SandboxError(f"the number of the pivot_root system call on {machine} is not known")
+    return PIVOT_ROOT_NUMBERS[machine]
+
+
+def _pivot(new_root):
+    """Make `new_root` the root, and the old root unreachable."""
+    os.chdir(new_root)
+    number = ctypes.c_long(pivot_root_number())
+    _check(_libc.syscall(number, b".", b"."), "pivot_root")
+    _check(_libc.umount2(b".", MNT_DETACH), "umount old root")
+    os.chdir("/")
+
+
+def _limit(limits):
+    """Set the resource limits of the sandbox's processes."""
+    for kind, value in [
+        (resource.RLIMIT_AS, limits.memory_bytes),
+        (resource.RLIMIT_NPROC, limits.processes),
+        (resource.RLIMIT_CPU, limits.cpu_seconds),
+        (resource.RLIMIT_FSIZE, limits.file_bytes),
+        (resource.RLIMIT_NOFILE, limits.open_files),
+        (resource.RLIMIT_CORE, 0),
+    ]:
+        resource.setrlimit(kind, (value, value))
+
+
+def _drop_privileges(uid, root):
+    """Become an unprivileged user that can never gain a privilege again."""
+    _prctl(PR_SET_NO_NEW_PRIVS, 1)
+    if root:
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
+    else:  # root of a user namespace: give up every capability
+        for capability in range(64):
+            _libc.prctl(PR_CAPBSET_DROP, capability, 0, 0, 0)
+        _drop_capabilities()
+
+
+def _drop_capabilities():
+    """Clear the effective, permitted and inheritable capability sets (glibc's capset)."""
+
+    class Header(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+    class Data(ctypes.Structure):
+        _fields_ = [(name, ctypes.c_uint32) for name in ("effective", "permitted", "inheritable")]
+
+    header, data = Header(0x20080522, 0), (Data * 2)()
+    _check(_libc.capset(ctypes.byref(header), ctypes.byref(data)), "capset")
+
+
+def probe(timeout=20):
+    """(True, "") when this machine can sandbox a kernel, else (False, the reason)."""
+    if not sys.platform.startswith("linux"):
+        return False, f"the sandbox needs Linux namespaces, and this is {sys.platform}"
+    # -P: not the modules of the working directory (`course` is installed)
+    command = [sys.executable, "-P", "-m", "course.grading.kernels.sandbox"]
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return False, "making a sandbox did not finish"
+    if result.returncode == 0 and result.stdout.strip() == "sandboxed":
+        return True, ""
+    reason = (result.stderr.strip().splitlines() or ["no reason given"])[-1]
+    return False, reason
+
+
+def look_inside(folder, ipc_dir, look, group=None):
+    """Enter a sandbox (in `group`) in a forked child, run look() -> str there: (text, error)."""
+
+    def entered():
+        enter(folder, ipc_dir, group=group)
+        return look()
+
+    text, error = in_child(entered)
+    return text or "", error
+
+
+def in_child(work):
+    """Run work() -> a JSON-ready value in a forked child: (its value or None, error or "")."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read)
+        try:
+            answer = {"value": work(), "error": ""}
+        except BaseException as error:  # noqa: BLE001 - the reason goes to the parent
+            answer = {"value": None, "error": str(error) or type(error).__name__}
+        os.write(write, json.dumps(answer).encode())
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as reply:
+        text = reply.read()
+    os.waitpid(pid, 0)
+    answer = json.loads(text) if text else {"value": None, "error": "the child wrote nothing"}
+    return answer["value"], answer["error"]
+
+
+def _probe_main():
+    """Make a sandbox around a scratch folder, check it from inside, print 'sandboxed'."""
+    with tempfile.TemporaryDirectory(prefix="course-probe-") as scratch:
+        folder, ipc_dir = Path(scratch) / "work", Path(scratch) / "ipc"
+        folder.mkdir()
+        ipc_dir.mkdir()
+
+        def checked():
+            _check_inside(scratch)
+            return "sandboxed"
+
+        message, error = look_inside(folder, ipc_dir, checked)
+    if error:
+        sys.exit(f"cannot make the sandbox: {error}")
+    print(message)
+
+
+def _check_inside(scratch):
+    """Raise unless the sandbox hides the outside, drops privileges and filters system calls."""
+    if os.path.exists(Path(scratch) / "root") or os.path.exists(__file__):
+        raise SandboxError("the outside file system is visible")
+    if _has_capabilities():
+        raise SandboxError("privileges were not dropped")
+    syscall_filter.check()  # no user namespace, and no socket but a Unix one: no network
+
+
+def _has_capabilities():
+    """True when this process has any effective capability."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("CapEff:"):
+            return int(line.split()[1], 16) != 0
+    return False
+
+
+if __name__ == "__main__":
+    _probe_main()

@@ -1,0 +1,207 @@
+"""A system call filter for each sandboxed kernel: seccomp, built with libseccomp.
+
+`course.grading.kernels.sandbox.enter` installs it as its last step, after the kernel has given
+up its privileges. It denies the kernel interfaces that no notebook needs and that widen what a
+process can reach: new namespaces (the way to regain capabilities), other processes' memory, the
+kernel keyring, BPF, performance counters, userfaultfd, io_uring, mounts, kernel modules, kexec, the
+clock, and every socket but a Unix one. A denied call fails with an errno (EPERM; EAFNOSUPPORT for
+a socket, EOPNOTSUPP for a netlink one; ENOSYS for clone3, whose flags seccomp cannot read, so that
+the C library falls back to clone), so Python code sees an OSError. Everything else is allowed.
+
+The filter names system calls and libseccomp resolves them for the machine's own architecture;
+a name that architecture lacks is skipped. libseccomp (libseccomp.so.2) comes through the
+`pyseccomp` package. Without it no kernel is sandboxed: `install` raises SandboxError.
+"""
+
+import ctypes
+import errno
+import socket
+
+from course.grading.kernels import (
+    sandbox,  # which imports this module: its names are read in calls only
+)
+
+try:
+    import pyseccomp
+except (ImportError, OSError, RuntimeError, AttributeError) as error:  # e.g. no libseccomp.so.2
+    pyseccomp, _LOAD_ERROR = None, error
+else:
+    _LOAD_ERROR = None
+
+DENIED = (
+    # namespaces: entering another one (unshare and clone only with a namespace flag, below)
+    "setns",
+    # other processes: tracing them, reading or writing their memory, taking their files
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "process_madvise",
+    "kcmp",
+    "pidfd_getfd",
+    # the kernel keyring
+    "add_key",
+    "request_key",
+    "keyctl",
+    # programs and counters in the kernel, page faults in user space, asynchronous rings
+    "bpf",
+    "perf_event_open",
+    "userfaultfd",
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
+    # mounts and file handles
+    "mount",
+    "umount",
+    "umount2",
+    "pivot_root",
+    "chroot",
+    "move_mount",
+    "open_tree",
+    "open_tree_attr",
+    "listmount",
+    "statmount",
+    "fsopen",
+    "fsconfig",
+    "fsmount",
+    "fspick",
+    "mount_setattr",
+    "name_to_handle_at",
+    "open_by_handle_at",
+    "fanotify_init",
+    "quotactl",
+    "quotactl_fd",
+    # kernel modules and the running kernel
+    "init_module",
+    "finit_module",
+    "delete_module",
+    "create_module",
+    "query_module",
+    "get_kernel_syms",
+    "kexec_load",
+    "kexec_file_load",
+    "reboot",
+    "syslog",
+    "acct",
+    "swapon",
+    "swapoff",
+    "settimeofday",
+    "clock_settime",
+    "clock_adjtime",
+    "stime",
+    # hardware and obsolete interfaces
+    "iopl",
+    "ioperm",
+    "vm86",
+    "vm86old",
+    "vhangup",
+    "uselib",
+    "ustat",
+    "sysfs",
+    "_sysctl",
+    "nfsservctl",
+    "lookup_dcookie",
+)
+CLONE_NEWCGROUP = 0x02000000
+CLONE_NEWTIME = 0x00000080  # unshare only: in clone's flags these bits are the exit signal
+NETLINK_REFUSED = errno.EOPNOTSUPP
+PERSONALITY_BITS = 32  # personality(0) keeps Linux's default, personality(0xFFFFFFFF) asks
+
+
+def install():
+    """Filter this process's system calls, and those of every thread and child it makes later."""
+    rules = build()
+    try:
+        rules.load()
+    except OSError as error:  # e.g. a Linux built without seccomp
+        raise sandbox.SandboxError(f"no system call filter: Linux refused it ({error})") from error
+
+
+def build():
+    """The filter, not yet loaded: a pyseccomp.SyscallFilter."""
+    _require_library()
+    rules = pyseccomp.SyscallFilter(pyseccomp.ALLOW)
+    # Calls through another ABI (x86_64's int 0x80 or x32) fail whole: the rules name none.
+    rules.set_attr(pyseccomp.Attr.ACT_BADARCH, pyseccomp.ERRNO(errno.ENOSYS))
+    rules.set_attr(pyseccomp.Attr.CTL_TSYNC, 1)
+    for name in DENIED:
+        _deny(rules, name, errno.EPERM)
+    _deny_new_namespaces(rules)
+    _deny_sockets(rules)
+    for change in _personality_changes():
+        _deny(rules, "personality", errno.EPERM, change)
+    return rules
+
+
+def check():
+    """Raise SandboxError unless this process is filtered: no user namespace, no network socket."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(sandbox.CLONE_NEWUSER) == 0 or ctypes.get_errno() != errno.EPERM:
+        raise sandbox.SandboxError("no system call filter: a kernel can make user namespaces")
+    try:
+        socket.socket(socket.AF_INET, socket.SOCK_STREAM).close()
+    except OSError as refused:
+        if refused.errno == errno.EAFNOSUPPORT:
+            return
+    raise sandbox.SandboxError("no system call filter: a kernel can open network sockets")
+
+
+def _require_library():
+    """Raise SandboxError when pyseccomp or libseccomp could not be loaded."""
+    if pyseccomp is None:
+        reason = f"no system call filter: pyseccomp and libseccomp.so.2 are needed ({_LOAD_ERROR})"
+        raise sandbox.SandboxError(reason)
+
+
+def _deny(rules, name, error, *conditions):
+    """Make system call `name` fail with `error` (when all `conditions` hold), if it exists here."""
+    if pyseccomp.resolve_syscall(pyseccomp.Arch.NATIVE, name) < 0:  # not on this architecture
+        return
+    rules.add_rule(pyseccomp.ERRNO(error), name, *conditions)
+
+
+def _deny_new_namespaces(rules):
+    """Deny unshare(2) and clone(2) with any namespace flag, and clone3(2) whole."""
+    _deny(rules, "clone3", errno.ENOSYS)
+    for flag in _namespace_flags():
+        _deny(rules, "unshare", errno.EPERM, pyseccomp.Arg(0, pyseccomp.MASKED_EQ, flag, flag))
+        if flag != CLONE_NEWTIME:
+            clone_flags = pyseccomp.Arg(_clone_flags_argument(), pyseccomp.MASKED_EQ, flag, flag)
+            _deny(rules, "clone", errno.EPERM, clone_flags)
+
+
+def _deny_sockets(rules):
+    """Deny every socket but a Unix one."""
+    for name in ("socket", "socketpair"):
+        _deny(rules, name, errno.EAFNOSUPPORT, pyseccomp.Arg(0, pyseccomp.NE, socket.AF_UNIX))
+    # The C library lists network interfaces through a netlink socket. ZeroMQ does so to bind a
+    # TCP address, as ipykernel does at start: it reads EOPNOTSUPP as "no interface", but aborts
+    # the kernel on EPERM or EAFNOSUPPORT.
+    netlink = pyseccomp.Arg(0, pyseccomp.EQ, socket.AF_NETLINK)
+    _deny(rules, "socket", NETLINK_REFUSED, netlink)
+
+
+def _namespace_flags():
+    """Each flag of unshare(2) and clone(2) that makes a new namespace."""
+    return [
+        sandbox.CLONE_NEWNS,
+        sandbox.CLONE_NEWUTS,
+        sandbox.CLONE_NEWIPC,
+        sandbox.CLONE_NEWUSER,
+        sandbox.CLONE_NEWPID,
+        sandbox.CLONE_NEWNET,
+        CLONE_NEWCGROUP,
+        CLONE_NEWTIME,
+    ]
+
+
+def _personality_changes():
+    """Conditions on personality(2), one of which holds unless its bits are all clear or all set."""
+    # Going round such a value's bits, some set bit is followed by a clear one.
+    for bit in range(PERSONALITY_BITS):
+        pair = 1 << bit | 1 << (bit + 1) % PERSONALITY_BITS
+        yield pyseccomp.Arg(0, pyseccomp.MASKED_EQ, pair, 1 << bit)
+
+
+def _clone_flags_argument():
+    """Which argument of clone(2) holds its flags: the second on s390, else the first."""
+    return 1 if pyseccomp.system_arch() in (pyseccomp.Arch.S390, pyseccomp.Arch.S390X) else 0

@@ -1,0 +1,80 @@
+"""Findings about each student cell, for the instructor: listed beside the grade, never scored.
+
+Every cell a student wrote runs, as written; its points come only from what the tests compute
+(`judge`, outside the kernel). Before it runs, the grader reads each code cell
+that is not the instructor's (checked against the gradebook) with `utils.review.findings`,
+under the lab's policy from the instructor's source notebook (`course.lab_policy` in its
+metadata): imports outside the lab's modules, calls the lab or the exercise forbids, reaches
+into files, processes or the interpreter. The student's lab shows the same findings, in the
+same words, as each cell runs (`utils.review.show_findings`) and in Validate.
+
+The findings go to the notebook's metadata; `make autograde` prints them and the formgrader and
+feedback pages show them above the submission (`pages.ShowFindings`). They are
+best effort: code can hide a call from a reading of its text, and the sandbox, not this
+review, is what holds a submission.
+"""
+
+import json
+
+from nbgrader.api import Gradebook
+from nbgrader.coursedir import CourseDirectory
+from nbgrader.preprocessors import NbGraderPreprocessor
+
+from course.coursedir.notebooks import nbgrader_meta
+from utils.review import LabPolicy, findings, imported_names
+
+FINDINGS_KEY = "course_findings"
+
+
+def instructor_cells(resources):
+    """grade_id -> source of each locked code cell of this notebook in the gradebook."""
+    info = resources["nbgrader"]
+    with Gradebook(info["db_url"]) as gradebook:
+        notebook = gradebook.find_notebook(info["notebook"], info["assignment"])
+        return {
+            cell.name: cell.source
+            for cell in notebook.source_cells
+            if cell.locked and cell.cell_type == "code"
+        }
+
+
+def is_instructor_cell(cell, instructor):
+    """True for a code cell whose source is the gradebook's locked cell of the same grade_id."""
+    grade_id = nbgrader_meta(cell).get("grade_id")
+    return grade_id in instructor and cell.source == instructor[grade_id]
+
+
+def lab_policy(coursedir, assignment, notebook):
+    """The policy in the instructor's source notebook of a lab (the default one if it has none)."""
+    path = coursedir.format_path(coursedir.source_directory, ".", assignment)
+    try:
+        with open(f"{path}/{notebook}.ipynb", encoding="utf-8") as source:
+            metadata = json.load(source).get("metadata", {})
+    except FileNotFoundError:
+        metadata = {}
+    return LabPolicy.from_metadata(metadata)
+
+
+def notebook_findings(nb, instructor, policy):
+    """["<grade_id or cell N>, line L: it ...", ...] for every code cell the student wrote."""
+    listed, modules = [], imported_names(instructor.values())
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "code" or is_instructor_cell(cell, instructor):
+            continue
+        where = nbgrader_meta(cell).get("grade_id") or f"cell {index + 1}"
+        listed.extend(f"{where}, {finding}" for finding in findings(cell.source, policy, modules))
+    return listed
+
+
+class ListFindings(NbGraderPreprocessor):
+    """Record the findings about each student cell in the notebook's metadata; change no cell."""
+
+    def preprocess(self, nb, resources):
+        """List the findings of every code cell that is not the instructor's."""
+        info = resources["nbgrader"]
+        coursedir = CourseDirectory(config=self.config)
+        policy = lab_policy(coursedir, info["assignment"], info["notebook"])
+        nb.metadata[FINDINGS_KEY] = notebook_findings(nb, instructor_cells(resources), policy)
+        for finding in nb.metadata[FINDINGS_KEY]:
+            self.log.info("Finding: %s", finding)
+        return nb, resources

@@ -1,0 +1,287 @@
+"""Students launch the course from their LMS (LTI 1.3): the hub's side of it.
+
+`ltiauthenticator` checks the launch (the OIDC flow, the id_token's signature against the
+platform's keys, its issuer, audience, age and nonce). Here, on top of it:
+
+* the launch's deployment must be one of COURSE_LTI_DEPLOYMENT_ID;
+* its roles map to the course's: Instructor, Administrator, TeachingAssistant or
+  ContentDeveloper to `instructor`, Learner to `student`. A student must be a member of the
+  class's Unix group, and may not use the instructor's account; an instructor is the course's
+  instructor or a Unix user outside the students' group (a teaching assistant);
+* the lab the launch names (custom parameter `lab=NN_topic`, or `?lab=NN_topic` in the
+  activity's URL) is where the student lands, fetched for them by deploy/lti_lab.py;
+* each launch is recorded in the course's private folder, `<course>/lti/launches.json`: the
+  platform and, per user and lab, the `sub` and the AGS lineitem the launch carried. That is
+  what `make lti-grades` (course/lms/lti.py) sends grades with; the id_token itself is also
+  the user's auth_state (read with `admin:auth_state`), but only the latest launch's;
+* the course's key pair (`<course>/lti/tool_key.pem`, made on first use, owned by the
+  instructor) signs the grade sender's token requests; the hub serves its public half as a
+  JWKS at /hub/lti/jwks, the tool's "Public keyset URL".
+
+A refused launch gets the hub's error page, saying why.
+"""
+
+import base64
+import grp
+import hashlib
+import json
+import os
+import pwd
+import re
+from datetime import datetime, timezone
+from urllib.parse import parse_qs, quote, urlsplit
+
+import class_settings
+import jwt
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+from ltiauthenticator.lti13.auth import LTI13Authenticator
+from ltiauthenticator.lti13.error import ValidationError
+from ltiauthenticator.lti13.handlers import LTI13CallbackHandler
+from tornado import web
+from traitlets import Set, Unicode
+
+CLAIM = "https://purl.imsglobal.org/spec/lti/claim/"
+AGS_CLAIM = "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"
+INSTRUCTOR_ROLES = ("#Instructor", "#Administrator", "#TeachingAssistant", "#ContentDeveloper")
+LAB_NAME = re.compile(r"^\d{2}_[a-z0-9_]+$")
+SETTINGS = {
+    "issuer": "COURSE_LTI_ISSUER",
+    "client_id": "COURSE_LTI_CLIENT_ID",
+    "deployment_id": "COURSE_LTI_DEPLOYMENT_ID",
+    "auth_url": "COURSE_LTI_AUTH_URL",
+    "token_url": "COURSE_LTI_TOKEN_URL",
+    "jwks_url": "COURSE_LTI_JWKS_URL",
+}
+REFUSED = "This launch from your LMS was refused: {reason}. Open the lab again from the LMS; " \
+    "if it is refused again, tell your instructor what this page says."  # fmt: skip
+
+
+def platform_settings(environment=os.environ):
+    """The platform's settings from COURSE_LTI_*; SystemExit naming those missing."""
+    missing = [name for name in SETTINGS.values() if not environment.get(name)]
+    if missing:
+        raise SystemExit(f"LTI 1.3 needs the platform's settings: set {', '.join(missing)}")
+    if not environment.get("JUPYTERHUB_CRYPT_KEY"):
+        raise SystemExit("LTI 1.3 keeps each launch as auth_state: set JUPYTERHUB_CRYPT_KEY "
+                         "(openssl rand -hex 32)")  # fmt: skip
+    return {key: environment[name] for key, name in SETTINGS.items()}
+
+
+def refused(status, reason):
+    """An HTTPError whose page tells the user why their launch was refused."""
+    error = web.HTTPError(status, REFUSED.format(reason=reason.rstrip(".")))
+    error.jupyterhub_message = error.log_message
+    return error
+
+
+# ---------------------------------------------------------------------------------------------
+# The course's private folder for LTI, and its key
+
+
+def lti_folder(owner=class_settings.INSTRUCTOR):
+    """<course>/lti/: the instructor's, 0700, ignored by git; made if missing."""
+    folder = class_settings.course_folder(owner) / "lti"
+    account = pwd.getpwnam(owner)
+    if not folder.is_dir():
+        folder.mkdir(mode=0o700)
+        (folder / ".gitignore").write_text("*\n")
+        for path in (folder, folder / ".gitignore"):
+            os.chown(path, account.pw_uid, account.pw_gid)
+    return folder
+
+
+def tool_key(owner=class_settings.INSTRUCTOR):
+    """The course's private key (<course>/lti/tool_key.pem), made on first use."""
+    path = lti_folder(owner) / "tool_key.pem"
+    if not path.exists():
+        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                serialization.NoEncryption())  # fmt: skip
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(pem)
+        account = pwd.getpwnam(owner)
+        os.chown(path, account.pw_uid, account.pw_gid)
+    return serialization.load_pem_private_key(path.read_bytes(), password=None)
+
+
+def public_jwks(key):
+    """The public half of `key` as a JWKS; its `kid` is the RFC 7638 thumbprint."""
+    jwk = jwt.algorithms.RSAAlgorithm.to_jwk(key.public_key(), as_dict=True)
+    canonical = json.dumps({name: jwk[name] for name in ("e", "kty", "n")}, separators=(",", ":"))
+    kid = base64.urlsafe_b64encode(hashlib.sha256(canonical.encode()).digest()).rstrip(b"=")
+    return {"keys": [{**jwk, "kid": kid.decode(), "alg": "RS256", "use": "sig"}]}
+
+
+class JwksHandler(web.RequestHandler):
+    """/hub/lti/jwks: the course's public key, which the platform checks token requests with."""
+
+    def get(self):
+        """The JWKS, read from the course's key."""
+        self.set_header("Content-Type", "application/json")
+        self.write(json.dumps(public_jwks(tool_key())))
+
+
+# ---------------------------------------------------------------------------------------------
+# The launch
+
+
+def course_role(roles):
+    """The course's role for LTI `roles`: "instructor", "student", or None if it knows none."""
+    if any(role.endswith(INSTRUCTOR_ROLES) for role in roles):
+        return "instructor"
+    if any(role.endswith("#Learner") for role in roles):
+        return "student"
+    return None
+
+
+def is_student(name, group=class_settings.STUDENTS_GROUP):
+    """True when the Unix user `name` is a member of the students' group."""
+    try:
+        account, members = pwd.getpwnam(name), grp.getgrnam(group)
+    except KeyError:
+        return False
+    return name in members.gr_mem or account.pw_gid == members.gr_gid
+
+
+def account_problem(name, role, instructor=class_settings.INSTRUCTOR):
+    """Why the Unix account `name` may not take `role`, or "" when it may."""
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        return f"the course's machine has no account {name!r} (the LMS's username)"
+    if role == "student" and name == instructor:
+        return "a launch as a student cannot open the instructor's account"
+    if role == "student" and not is_student(name):
+        return f"{name} is not a student of this class on the course's machine"
+    if role == "instructor" and name != instructor and is_student(name):
+        return f"{name} is a student of this class, but the LMS launched them as an instructor"
+    return ""
+
+
+def launched_lab(claims):
+    """The lab a launch names, "" when none; refused if malformed.
+
+    The activity's custom parameter `lab=NN_topic` (Moodle), else `?lab=NN_topic` at the end of
+    the activity's tool URL, its target_link_uri (Canvas's external tool assignments).
+    """
+    target = parse_qs(urlsplit(claims.get(CLAIM + "target_link_uri", "")).query)
+    lab = claims.get(CLAIM + "custom", {}).get("lab") or target.get("lab", [""])[0]
+    lab = str(lab).strip()
+    if lab and not LAB_NAME.match(lab):
+        raise refused(400, f"the activity names the lab {lab!r}, which is not NN_topic")
+    return lab
+
+
+def record_launch(name, claims, lab, platform):
+    """Add a launch to <course>/lti/launches.json (replacing the user's earlier one of the lab)."""
+    path = lti_folder() / "launches.json"
+    record = json.loads(path.read_text()) if path.exists() else {}
+    record["platform"] = {k: platform[k] for k in ("issuer", "client_id", "deployment_id",
+                                                   "token_url")}  # fmt: skip
+    endpoint = claims.get(AGS_CLAIM, {})
+    record.setdefault("launches", {}).setdefault(name, {})[lab] = {
+        "sub": claims["sub"],
+        "lineitem": endpoint.get("lineitem", ""),
+        "lineitems": endpoint.get("lineitems", ""),
+        "scope": endpoint.get("scope", []),
+        "resource_link": claims.get(CLAIM + "resource_link", {}).get("id", ""),
+        "time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+    partial = path.with_suffix(".partial")
+    partial.write_text(json.dumps(record, indent=1, sort_keys=True))
+    account = pwd.getpwnam(class_settings.INSTRUCTOR)
+    os.chown(partial, account.pw_uid, account.pw_gid)
+    os.chmod(partial, 0o600)
+    partial.replace(path)
+
+
+class CourseLTIAuthenticator(LTI13Authenticator):
+    """ltiauthenticator's LTI 1.3 login, with the course's deployments, roles and record."""
+
+    deployment_ids = Set(Unicode(), config=True, help="The platform's deployments of the tool.")
+    token_url = Unicode(config=True, help="The platform's token endpoint (for grades back).")
+
+    def get_handlers(self, app):
+        """ltiauthenticator's handlers, with the course's launch (callback) handler."""
+        return [
+            (self.login_url(""), self.login_handler),
+            (self.callback_url(""), LaunchHandler),
+            (self.config_json_url(""), self.config_handler),
+        ]
+
+    async def authenticate(self, handler, data=None):
+        """The user a verified launch names, if the course accepts the launch."""
+        model = await super().authenticate(handler, data)
+        claims = model["auth_state"]
+        deployment = claims.get(CLAIM + "deployment_id")
+        if deployment not in self.deployment_ids:
+            raise refused(403, f"the LMS's deployment {deployment!r} is not this course's")
+        role = course_role(claims.get(CLAIM + "roles", []))
+        if role is None:
+            raise refused(403, "the LMS gave no role this course knows (Learner, Instructor)")
+        name = self.normalize_username(model["name"])
+        problem = account_problem(name, role)
+        if problem:
+            raise refused(403, problem)
+        lab = launched_lab(claims)
+        platform = {"issuer": self.issuer, "client_id": audience(claims),
+                    "deployment_id": deployment, "token_url": self.token_url}  # fmt: skip
+        record_launch(name, claims, lab, platform)
+        model["name"] = name
+        model["auth_state"] = {**claims, "course_role": role, "course_lab": lab}
+        return model
+
+
+def audience(claims):
+    """The client id a launch was for: its `aud`, or `azp` when `aud` names several."""
+    return claims["aud"] if isinstance(claims["aud"], str) else claims.get("azp", "")
+
+
+class LaunchHandler(LTI13CallbackHandler):
+    """The launch's last step: every refusal on a page that says why, then the user's lab."""
+
+    async def post(self):
+        """Check the launch, log the user in, and send them to their lab."""
+        try:
+            claims = self.decode_and_validate_launch_request()
+        except ValidationError as error:
+            raise refused(401, f"its id_token is not valid ({error})") from None
+        except web.HTTPError as error:
+            raise refused(error.status_code, error.log_message or "bad request") from None
+        user = await self.login_user(claims)
+        if user is None:
+            raise refused(403, "the hub did not accept this user")
+        lab = launched_lab(claims)
+        self.redirect(landing_url(self.base_url, self.hub.base_url, user.name, lab))
+
+
+def landing_url(base, hub_base, name, lab):
+    """Where a launch lands: the user's server (started if need be), at the lab if it names one."""
+    if not lab:
+        return f"{hub_base}spawn/{quote(name)}"
+    target = f"{base}user/{quote(name)}/course-lab/{lab}"
+    return f"{hub_base}spawn/{quote(name)}?next={quote(target, safe='')}"
+
+
+def configure(c, environment=os.environ):
+    """Set up the hub `c` for LTI 1.3 launches from the platform COURSE_LTI_* names."""
+    platform = platform_settings(environment)
+    if not class_settings.course_folder().is_dir():
+        raise SystemExit(f"LTI 1.3 keeps its key and launches in {class_settings.course_folder()}"
+                         ": make the instructor's copy of the course first")  # fmt: skip
+    c.JupyterHub.authenticator_class = CourseLTIAuthenticator
+    c.Authenticator.allow_all = True  # ltiauthenticator has no allow logic: authenticate() checks
+    c.Authenticator.enable_auth_state = True
+    c.CourseLTIAuthenticator.issuer = platform["issuer"]
+    c.CourseLTIAuthenticator.client_id = {platform["client_id"]}
+    c.CourseLTIAuthenticator.deployment_ids = set(platform["deployment_id"].split(","))
+    c.CourseLTIAuthenticator.authorize_url = platform["auth_url"]
+    c.CourseLTIAuthenticator.jwks_endpoint = platform["jwks_url"]
+    c.CourseLTIAuthenticator.token_url = platform["token_url"]
+    c.CourseLTIAuthenticator.username_key = "custom_uname"  # Moodle: uname=$User.username
+    c.CourseLTIAuthenticator.tool_name = "Attention, Step by Step"
+    c.CourseLTIAuthenticator.tool_description = "The course's labs in JupyterLab"
+    c.JupyterHub.extra_handlers = [(r"/lti/jwks", JwksHandler)]
+    tool_key()  # made now, so that the platform finds the keys before the first grade

@@ -1,0 +1,126 @@
+"""Attacks on the grader itself: its memory, its time and the outputs it keeps.
+
+Kernels under the student's control (every cell runs) that answer the grader's requests about
+softmax with 60 MB of JSON lists, as the agent's reply text or as the comm message itself, that
+display or print tens of megabytes, or that never stop: the grader refuses what is over its
+budget unbuilt, keeps no backlog of messages, stops what runs too long, and only the tests that
+needed that value fail.
+"""
+
+from attacks import EXERCISES, NEED_SOFTMAX, SOLUTION, WRONG_SOFTMAX, WRONG_SOFTMAX_FAILS, Attack
+
+ANSWERS_SOFTMAX_WITH = """
+manager = get_ipython().kernel.comm_manager
+register = manager.register_target
+
+
+def register_and_wrap(name, listen):
+    answer_honestly = listen.__self__.run
+
+    def answer(request):
+        return {reply} if '"softmax"' in request else answer_honestly(request)
+
+    listen.__self__.run = answer
+    register(name, listen)
+
+
+manager.register_target = register_and_wrap
+"""
+DISPLAYS_60_MB_OF_LISTS = """
+from IPython.display import publish_display_data
+
+publish_display_data({"application/json": [[]] * 15_000_000})
+"""
+PRINTS_60_MB_PER_CALL = """
+import sys
+
+
+def softmax(scores, dim=-1):
+    for _ in range(30):
+        print("x" * 60_000_000)
+        sys.stdout.flush()
+    return scores.softmax(dim)
+"""
+PRINTS_OVER_64_MIB = 'print("x" * 80_000_000)\n' + WRONG_SOFTMAX
+HUGE_REPLY = """
+def softmax(scores, dim=-1):
+    return torch.zeros(60_000_000)
+"""
+UNINTERRUPTIBLE = """
+import time
+
+
+def softmax(scores, dim=-1):
+    while True:
+        try:
+            time.sleep(1)
+        except BaseException:
+            pass
+"""
+HUGE_OUTPUT = 'print("x" * 5_000_000)\nfor _ in range(20_000):\n    print("spam")\n' + SOLUTION
+REPLY_TEXT_OF_60_MB = "'{\"value\": [' + '[], ' * 15_000_000 + '[]]}'"
+TOO_MANY_VALUES = "JSON text of more than 100000 values"
+DROPPED = "The autograder dropped an output of this cell: one message was larger than 64 MiB."
+OVER_THE_TIME_LIMIT = "TestError: the tests did not finish within 5 s"
+
+# Graded beside an honest student alone, to compare the grader's peak memory.
+REPLIES = [
+    Attack(
+        name="replies_60_mb_of_lists",
+        why="the agent's reply about softmax is 60 MB of JSON lists",
+        code=SOLUTION + ANSWERS_SOFTMAX_WITH.format(reply=REPLY_TEXT_OF_60_MB),
+        shows=(f"TestError: the kernel's reply is malformed: {TOO_MANY_VALUES}",),
+    ),
+    Attack(
+        name="sends_60_mb_of_lists",
+        why="the comm message about softmax is itself 60 MB of lists",
+        code=SOLUTION + ANSWERS_SOFTMAX_WITH.format(reply="[[]] * 15_000_000"),
+        shows=(f"TestError: the grader refused a message from the kernel: {TOO_MANY_VALUES}",),
+    ),
+    Attack(
+        name="displays_60_mb",
+        why="displays 60 MB of JSON lists in its own cell, beside a right softmax",
+        code=SOLUTION + DISPLAYS_60_MB_OF_LISTS,
+        shows=(f"The autograder refused a message of this cell ({TOO_MANY_VALUES})",),
+        loses=(),
+        keeps=EXERCISES,
+    ),
+    Attack(
+        name="prints_60_mb_per_call",
+        why="prints 60 MB thirty times each time a test calls its (right) softmax: whether those "
+        "tests finish in time depends on the machine; the others must not notice",
+        code=PRINTS_60_MB_PER_CALL,
+        loses=(),
+    ),
+    Attack(
+        name="prints_over_64_mib",
+        why="prints one message larger than the grader's 64 MiB limit on a message",
+        code=PRINTS_OVER_64_MIB,
+        shows=(DROPPED, WRONG_SOFTMAX_FAILS),
+        loses=NEED_SOFTMAX,
+    ),
+]
+# Graded beside the attacks on the machine.
+BESIDE_THE_MACHINE = [
+    Attack(
+        name="huge_reply",
+        why="softmax returns 60 million values: a reply over 64 MiB, which the grader never reads",
+        code=HUGE_REPLY,
+        shows=(OVER_THE_TIME_LIMIT,),
+        loses=NEED_SOFTMAX,
+    ),
+    Attack(
+        name="prints_over_64_mib",
+        why="prints one message larger than the grader's 64 MiB limit on a message",
+        code=PRINTS_OVER_64_MIB,
+        shows=(DROPPED, WRONG_SOFTMAX_FAILS),
+        loses=NEED_SOFTMAX,
+    ),
+    Attack(
+        name="uninterruptible",
+        why="softmax ignores every interrupt and sleeps forever",
+        code=UNINTERRUPTIBLE,
+        shows=("TestError: your code did not stop when it was interrupted",),
+        loses=NEED_SOFTMAX,
+    ),
+]

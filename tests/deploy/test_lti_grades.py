@@ -1,0 +1,190 @@
+"""The AGS sender (course/lms/lti.py) against the Moodle 4.5 stand-in (lti_platform.py).
+
+A gradebook made with nbgrader's API holds lab 01 for four students: Ada graded in full, Alan
+with a written answer still to grade, Bea graded but never launched from the LMS, Cy collected
+but not graded. The launches are recorded as the hub records them (deploy/lti_login.py).
+"""
+
+import json
+import shutil
+from pathlib import Path
+
+import nbformat
+import pytest
+from lti_platform import Activity, Person, PlatformStandIn
+
+from course.coursedir import gradebook_db, paths
+from course.lms import lti
+
+LAB = "01_softmax"
+ADA = Person("3", "ada", "Ada", "Lovelace")
+ALAN = Person("4", "alan", "Alan", "Turing")
+ACTIVITY = Activity("7", "5", LAB, "Lab 01: softmax")
+OTHER = Activity("8", "6", "02_attention", "Lab 02: attention")
+
+
+def add_submission(book, student, auto, written):
+    """A student's lab 01 in the gradebook: autograded `auto` / 8, written `written` (or None)."""
+    book.add_student(student)
+    book.add_submission(LAB, student)
+    notebook = paths.lab_filename(LAB).removesuffix(".ipynb")
+    tests = book.find_grade("tests", notebook, LAB, student)
+    tests.auto_score, tests.needs_manual_grade = auto, False
+    answer = book.find_grade("written", notebook, LAB, student)
+    answer.needs_manual_grade = written is None
+    answer.manual_score = written
+    book.db.commit()
+
+
+def mark_autograded(root, student):
+    """An executed autograded notebook, as make autograde leaves it."""
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1", execution_count=1)])
+    folder = paths.autograded(root, student, LAB)
+    folder.mkdir(parents=True)
+    nbformat.write(nb, folder / paths.lab_filename(LAB))
+
+
+def record_launches(root, stand_in, launches):
+    """lti/launches.json as the hub writes it: the platform, then each student's launch."""
+    platform = {k: stand_in.endpoints[k] for k in ("issuer", "client_id", "deployment_id",
+                                                   "token_url")}  # fmt: skip
+    record = {"platform": platform, "launches": {}}
+    for student, person, activity in launches:
+        record["launches"].setdefault(student, {})[activity.lab] = {
+            "sub": person.id,
+            "lineitem": stand_in.lineitem(activity),
+        }
+    path = lti.lti_folder(root) / lti.LAUNCHES_FILE
+    path.write_text(json.dumps(record))
+
+
+@pytest.fixture(scope="module")
+def graded_course(tmp_path_factory):
+    """Lab 01 graded in a gradebook, made once (nbgrader's commits take seconds)."""
+    root = tmp_path_factory.mktemp("graded") / "course"
+    root.mkdir()
+    with gradebook_db.open_gradebook(root) as book:
+        book.add_assignment(LAB)
+        notebook = paths.lab_filename(LAB).removesuffix(".ipynb")
+        book.add_notebook(notebook, LAB)
+        book.add_grade_cell("tests", notebook, LAB, max_score=8, cell_type="code")
+        book.add_grade_cell("written", notebook, LAB, max_score=2, cell_type="markdown")
+        add_submission(book, "ada", 8, 2)
+        add_submission(book, "alan", 6, None)
+        add_submission(book, "bea", 4, 1)
+        add_submission(book, "cy", 0, None)
+    for student in ("ada", "alan", "bea"):
+        mark_autograded(root, student)
+    return root
+
+
+@pytest.fixture
+def course(graded_course, tmp_path):
+    """A copy of the graded course, and the stand-in with the course's key registered."""
+    root = Path(shutil.copytree(graded_course, tmp_path / "course"))
+    stand_in = PlatformStandIn().start()
+    for person in (ADA, ALAN):
+        stand_in.enrol(person)
+    stand_in.add_activity(ACTIVITY)
+    public = lti.tool_key(root).public_key()
+    stand_in.register_tool("http://127.0.0.1:1/login", "http://127.0.0.1:1/cb", public_key=public)
+    record_launches(root, stand_in, [("ada", ADA, ACTIVITY), ("alan", ALAN, ACTIVITY)])
+    yield root, stand_in
+    stand_in.stop()
+
+
+def test_scores_go_to_the_lineitem_path_before_its_query():
+    url = "https://moodle.example/mod/lti/services.php/2/lineitems/5/lineitem?type_id=1"
+    assert lti.scores_url(url) == (
+        "https://moodle.example/mod/lti/services.php/2/lineitems/5/lineitem/scores?type_id=1"
+    )
+
+
+def test_the_key_is_private_ignored_by_git_and_served_as_a_jwks(tmp_path):
+    keys = lti.jwks(tmp_path)
+    assert keys == lti.jwks(tmp_path)  # made once, then read
+    folder = tmp_path / lti.LTI_FOLDER
+    assert oct(folder.stat().st_mode & 0o777) == "0o700"
+    assert oct((folder / lti.KEY_FILE).stat().st_mode & 0o777) == "0o600"
+    assert (folder / ".gitignore").read_text() == "*\n"
+    assert set(keys["keys"][0]) >= {"kty", "n", "e", "kid", "alg", "use"}
+    assert "d" not in keys["keys"][0]
+
+
+def test_final_grades_are_sent_once_and_the_rest_is_listed(course):
+    root, stand_in = course
+    ok, report = lti.send_grades(LAB, root)
+    print(report)
+    assert ok
+    held = stand_in.grade(ACTIVITY, ADA)
+    assert held["grade"] == 100.0 and held["grademax"] == 100.0  # 10 / 10, rescaled as Moodle
+    assert held["feedback"].startswith(f"{LAB}: 10 / 10")
+    score = stand_in.received[0]["score"]
+    assert score["scoreGiven"] == 10 and score["scoreMaximum"] == 10
+    assert score["gradingProgress"] == "FullyGraded" and score["userId"] == ADA.id
+    assert stand_in.received[0]["path"].endswith("/lineitems/5/lineitem/scores?type_id=1")
+    assert stand_in.grade(ACTIVITY, ALAN) is None
+    assert "written answers to grade in the formgrader first: alan" in report
+    assert (
+        "no lineitem (never launched 01_softmax from the LMS, or its activity takes no "
+        "grades): bea" in report
+    )
+    assert "not graded (see make autograde): cy" in report
+    again_ok, again = lti.send_grades(LAB, root)
+    print(again)
+    assert again_ok and len(stand_in.received) == 1
+    assert again.startswith(f"{LAB}: 0 scores sent to the LMS, 1 unchanged")
+
+
+def test_a_provisional_score_says_so_and_moodle_keeps_only_its_comment(course):
+    root, stand_in = course
+    ok, report = lti.send_grades(LAB, root, provisional=True)
+    print(report)
+    assert ok and "sent alan: 6 / 10, provisional (PendingManual)" in report
+    sent = {r["score"]["userId"]: r["score"] for r in stand_in.received}
+    assert sent[ALAN.id]["gradingProgress"] == "PendingManual"
+    assert sent[ALAN.id]["scoreGiven"] == 6
+    held = stand_in.grade(ACTIVITY, ALAN)
+    assert held["grade"] is None and "Provisional: 1 written answer(s)" in held["feedback"]
+    with gradebook_db.open_gradebook(root) as book:
+        notebook = paths.lab_filename(LAB).removesuffix(".ipynb")
+        answer = book.find_grade("written", notebook, LAB, "alan")
+        answer.manual_score, answer.needs_manual_grade = 1, False
+        book.db.commit()
+    ok, report = lti.send_grades(LAB, root)
+    print(report)
+    assert ok and "sent alan: 7 / 10, final (FullyGraded)" in report
+    assert stand_in.grade(ACTIVITY, ALAN)["grade"] == 70.0
+    assert "1 unchanged" in report  # Ada's
+
+
+@pytest.mark.parametrize("status", [401, 500])
+def test_a_failing_token_endpoint_loses_no_grade(course, status):
+    root, stand_in = course
+    stand_in.token_failure = status
+    ok, report = lti.send_grades(LAB, root)
+    print(report)
+    assert not ok and stand_in.received == []
+    assert "NOT SENT ada (kept for the next run): no token: " in report
+    assert f"token.php answered {status}" in report
+    stand_in.token_failure = None
+    ok, report = lti.send_grades(LAB, root)
+    assert ok and stand_in.grade(ACTIVITY, ADA)["grade"] == 100.0
+
+
+def test_a_lineitem_that_no_longer_exists_fails_alone(course):
+    root, stand_in = course
+    gone = Activity("9", "66", LAB, "Lab 01 (deleted)")
+    record_launches(root, stand_in, [("ada", ADA, gone), ("alan", ALAN, ACTIVITY)])
+    ok, report = lti.send_grades(LAB, root, provisional=True)
+    print(report)
+    assert not ok
+    assert "NOT SENT ada (kept for the next run):" in report
+    assert "answered 404 Not Found: Not Found: Grade item 66 doesn't exist." in report
+    assert stand_in.grade(ACTIVITY, ALAN) is not None  # Alan's went through
+    assert "ada" not in lti.read_sent(root, LAB)
+
+
+def test_without_any_launch_it_says_so(tmp_path):
+    ok, report = lti.send_grades(LAB, tmp_path)
+    assert not ok and "no LTI launch recorded yet" in report
