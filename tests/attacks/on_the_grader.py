@@ -63,6 +63,14 @@ TOO_MANY_VALUES = "JSON text of more than 100000 values"
 DROPPED = "The autograder dropped an output of this cell: one message was larger than 64 MiB."
 OVER_THE_TIME_LIMIT = "TestError: the tests did not finish within 5 s"
 
+# Graded in both courses below: among the replies, and beside the attacks on the machine.
+OVER_THE_MESSAGE_LIMIT = Attack(
+    name="prints_over_64_mib",
+    why="prints one message larger than the grader's 64 MiB limit on a message",
+    code=PRINTS_OVER_64_MIB,
+    shows=(DROPPED, WRONG_SOFTMAX_FAILS),
+    loses=NEED_SOFTMAX,
+)
 # Graded beside an honest student alone, to compare the grader's peak memory.
 REPLIES = [
     Attack(
@@ -92,13 +100,7 @@ REPLIES = [
         code=PRINTS_60_MB_PER_CALL,
         loses=(),
     ),
-    Attack(
-        name="prints_over_64_mib",
-        why="prints one message larger than the grader's 64 MiB limit on a message",
-        code=PRINTS_OVER_64_MIB,
-        shows=(DROPPED, WRONG_SOFTMAX_FAILS),
-        loses=NEED_SOFTMAX,
-    ),
+    OVER_THE_MESSAGE_LIMIT,
 ]
 # Graded beside the attacks on the machine.
 BESIDE_THE_MACHINE = [
@@ -109,13 +111,7 @@ BESIDE_THE_MACHINE = [
         shows=(OVER_THE_TIME_LIMIT,),
         loses=NEED_SOFTMAX,
     ),
-    Attack(
-        name="prints_over_64_mib",
-        why="prints one message larger than the grader's 64 MiB limit on a message",
-        code=PRINTS_OVER_64_MIB,
-        shows=(DROPPED, WRONG_SOFTMAX_FAILS),
-        loses=NEED_SOFTMAX,
-    ),
+    OVER_THE_MESSAGE_LIMIT,
     Attack(
         name="uninterruptible",
         why="softmax ignores every interrupt and sleeps forever",
