@@ -200,7 +200,7 @@ def lab_grades(assignment, root=paths.ROOT):
 def grade_of(submission, assignment):
     """A submission's Grade: its score after any late penalty, and the feedback's summary."""
     penalty = submission.late_submission_penalty or 0
-    score = submission.score - penalty
+    score = gradebook_db.score_after_penalty(submission)
     maximum = submission.max_score
     pending = [g.name for nb in submission.notebooks for g in nb.grades if g.needs_manual_grade]
     comment = summary(assignment, score, maximum, pending, penalty)
