@@ -1,5 +1,7 @@
 """Course checks: sources validate, generated folders are fresh, the release leaks nothing."""
 
+import difflib
+import itertools
 import re
 import shutil
 
@@ -143,12 +145,14 @@ def test_generated_folder_is_fresh(folder, regenerated):
     assert relative_files(fresh) == relative_files(committed), "run `make release` and commit"
     for name in relative_files(fresh):
         if folder == "release":
-            same = (fresh / name).read_bytes() == (committed / name).read_bytes()
+            new, old = ((side / name).read_bytes().decode() for side in (fresh, committed))
         else:
-            same = host_independent(notebooks.read(fresh / name)) == host_independent(
-                notebooks.read(committed / name)
-            )
-        assert same, f"{folder}/{name} is stale: run `make release` and commit"
+            new = host_independent(notebooks.read(fresh / name))
+            old = host_independent(notebooks.read(committed / name))
+        changed = "".join(itertools.islice(difflib.unified_diff(
+            old.splitlines(keepends=True), new.splitlines(keepends=True), "committed", "fresh"
+        ), 40))
+        assert not changed, f"{folder}/{name} is stale: run `make release` and commit\n{changed}"
 
 
 def test_freshness_ignores_only_what_differs_between_hosts():
