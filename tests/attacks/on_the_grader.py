@@ -61,7 +61,11 @@ HUGE_OUTPUT = 'print("x" * 5_000_000)\nfor _ in range(20_000):\n    print("spam"
 REPLY_TEXT_OF_60_MB = "'{\"value\": [' + '[], ' * 15_000_000 + '[]]}'"
 TOO_MANY_VALUES = "JSON text of more than 100000 values"
 DROPPED = "The autograder dropped an output of this cell: one message was larger than 64 MiB."
-OVER_THE_TIME_LIMIT = "TestError: the tests did not finish within 5 s"
+NOT_STOPPED = "TestError: your code did not stop when it was interrupted"
+TOO_LARGE_TO_READ = (
+    "what your code returned takes 305 MiB on its way to the grader, which reads at most 64 MiB "
+    "from your kernel at a time: is it the value the exercise asks for?"
+)
 
 # Graded in both courses below: among the replies, and beside the attacks on the machine.
 OVER_THE_MESSAGE_LIMIT = Attack(
@@ -106,17 +110,26 @@ REPLIES = [
 BESIDE_THE_MACHINE = [
     Attack(
         name="huge_reply",
-        why="softmax returns 60 million values: a reply over 64 MiB, which the grader never reads",
+        why="softmax returns 60 million values: a reply over 64 MiB, which the grader would drop "
+        "unread; the agent sends an error that says so in its place",
         code=HUGE_REPLY,
-        shows=(OVER_THE_TIME_LIMIT,),
+        shows=(TOO_LARGE_TO_READ,),
         loses=NEED_SOFTMAX,
+    ),
+    Attack(
+        name="huge_reply_past_the_agent",
+        why="the agent's reply about softmax is 80 MB of text, past the agent's own check of its "
+        "size: the grader drops it unread, waits out the time limit, and the kernel, idle, never "
+        "answers the interrupt",
+        code=SOLUTION + ANSWERS_SOFTMAX_WITH.format(reply='"x" * 80_000_000'),
+        shows=(NOT_STOPPED,),
     ),
     OVER_THE_MESSAGE_LIMIT,
     Attack(
         name="uninterruptible",
         why="softmax ignores every interrupt and sleeps forever",
         code=UNINTERRUPTIBLE,
-        shows=("TestError: your code did not stop when it was interrupted",),
+        shows=(NOT_STOPPED,),
         loses=NEED_SOFTMAX,
     ),
 ]

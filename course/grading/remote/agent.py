@@ -5,8 +5,9 @@ as a module of its own, passed to `Agent`; neither imports anything of the cours
 request per call: call a function the student defined, read an attribute, take an item
 or a length, or pin what a name means now (a handle the grader keeps, whatever the name is
 bound to later), each as a message on a Jupyter comm. The agent answers on the same comm with the
-value, encoded by `course.grading.remote.wire`, or with the exception's type and message. It decides
-nothing: every verdict is computed by the grader from these values.
+value, encoded by `course.grading.remote.wire`, or with the exception's type and message (or, for a
+value too large for the grader to read, an error that says so). It decides nothing: every verdict
+is computed by the grader from these values.
 """
 
 import linecache
@@ -15,12 +16,17 @@ import traceback
 MAX_MESSAGE = 2000
 
 
+class ReplyTooLarge(Exception):
+    """A value whose reply the grader would drop unread: over its limit on a message."""
+
+
 class Agent:
     """Perform the grader's requests on the objects of a kernel's namespace."""
 
-    def __init__(self, namespace, wire):
+    def __init__(self, namespace, wire, max_reply_bytes):
         self.namespace = namespace
         self.wire = wire  # course/grading/remote/wire.py, sent along as a module of its own
+        self.max_reply_bytes = max_reply_bytes  # of the comm message's content, as it travels
         self.objects = {}  # handle -> object kept alive for the grader
         self.handles = {}  # id(object) -> handle
 
@@ -34,7 +40,19 @@ class Agent:
                 reply = {"value": self.wire.encode(self.perform(request), self.handle_of)}
         except BaseException as error:  # noqa: BLE001 - every failure goes back to the grader
             reply = {"error": describe(error)}
-        return self.wire.dumps(reply)
+        return self.within_limit(self.wire.dumps(reply))
+
+    def within_limit(self, text):
+        """The reply text, or an error in its place when the grader would drop it unread."""
+        size = len(text) + text.count('"') + text.count("\\")  # escaped in the comm message
+        if size <= self.max_reply_bytes:
+            return text
+        error = ReplyTooLarge(
+            f"what your code returned takes {size / 2**20:.0f} MiB on its way to the grader, "
+            f"which reads at most {self.max_reply_bytes / 2**20:.0f} MiB from your kernel at "
+            "a time: is it the value the exercise asks for?"
+        )
+        return self.wire.dumps({"error": describe(error)})
 
     def listen(self, comm, message):
         """Answer each request the grader sends on this comm with a reply on the same comm."""

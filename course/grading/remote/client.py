@@ -21,6 +21,9 @@ from course.grading.kernels.provisioner import (
 )
 from course.grading.remote import wire
 
+# The agent answers with an error in place of a reply whose comm message would be over the limit:
+# the grader would drop it unread, and the test would only run out of time.
+MAX_REPLY_BYTES = MAX_MESSAGE_BYTES - 2**16  # the reply, escaped, and the message's few keys
 AGENT_FILE = "course_judge_agent.py"
 COMM_TARGET = "course_judge"
 WIRE_FILE = "course_judge_wire.py"
@@ -34,7 +37,7 @@ START_AGENT = (
     f"    exec(compile({WIRE_SOURCE!r}, {WIRE_FILE!r}, 'exec'), wire.__dict__)\n"
     "    namespace = {'__name__': 'course_judge_agent'}\n"
     f"    exec(compile({AGENT_SOURCE!r}, {AGENT_FILE!r}, 'exec'), namespace)\n"
-    "    agent = namespace['Agent'](get_ipython().user_ns, wire)\n"
+    f"    agent = namespace['Agent'](get_ipython().user_ns, wire, {MAX_REPLY_BYTES})\n"
     f"    get_ipython().kernel.comm_manager.register_target({COMM_TARGET!r}, agent.listen)\n"
     "    return agent\n"
     "__judge__ = __start_judge()\n"

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from course.grading.preprocessors import judge
-from course.grading.remote import client, wire
+from course.grading.remote import agent, client, wire
 
 
 def round_trip(value):
@@ -99,6 +99,23 @@ def test_too_deep_values_are_refused():
         value = [value]
     with pytest.raises(wire.MalformedValue):
         wire.decode(value, lambda record: None)
+
+
+def agent_reply(value, max_reply_bytes):
+    """The agent's reply, decoded, to a call of a function that returns `value`."""
+    kernel = agent.Agent({"answer": lambda: value}, wire, max_reply_bytes)
+    no_arguments = {"args": wire.encode((), None), "kwargs": wire.encode({}, None)}
+    request = wire.dumps({"op": "call", "target": {"name": "answer"}, **no_arguments})
+    return wire.loads(kernel.run(request))
+
+
+def test_a_value_too_large_for_the_grader_comes_back_as_an_error_that_says_so():
+    assert agent_reply("x" * 100, max_reply_bytes=200) == {"value": "x" * 100}
+    quotes = agent_reply('"' * 100, max_reply_bytes=200)["error"]  # 100 become 400 on the way
+    assert quotes["types"][0] == "ReplyTooLarge"
+    assert "on its way to the grader, which reads at most 0 MiB" in quotes["message"]
+    error = client.remote_exception(quotes)
+    assert type(error) is Exception and "is it the value the exercise asks for?" in str(error)
 
 
 def reply(text):
