@@ -106,6 +106,11 @@ def test_solutions_show_no_hidden_test(assignment):
     assert not (hidden - public) & notebook_lines(nb)
 
 
+def ignores_output(cell):
+    """True for a cell tagged ``nbval-ignore-output``: nbval runs it but compares no output."""
+    return "nbval-ignore-output" in cell.metadata.get("tags", [])
+
+
 def host_independent(nb):
     """Notebook JSON without what may differ between hosts.
 
@@ -115,7 +120,7 @@ def host_independent(nb):
     """
     nb = notebooks.read_copy(nb)
     for cell in nb.cells:
-        if "nbval-ignore-output" in cell.metadata.get("tags", []):
+        if ignores_output(cell):
             cell.outputs = []
         for output in cell.get("outputs", []):
             for key in list(output.get("data", {})):
@@ -161,8 +166,7 @@ def test_freshness_ignores_only_what_differs_between_hosts():
 
     def printing(nb, tagged):
         """The cells of nb with outputs, tagged nbval-ignore-output or not."""
-        return [cell for cell in nb.cells if cell.get("outputs")
-                and ("nbval-ignore-output" in cell.metadata.get("tags", [])) == tagged]
+        return [cell for cell in nb.cells if cell.get("outputs") and ignores_output(cell) == tagged]
 
     printing(trained, True)[0].outputs[0].text = "training loss every 50 steps: 4.31 2.66\n"
     printing(checked, False)[0].outputs[0].text = "Visible tests failed.\n"
@@ -198,8 +202,7 @@ def test_only_timings_and_checked_figures_escape_nbval(path):
     # comparison when it prints timings, or figures from training whose last digit can move
     # between CPUs: then it must assert what the text claims of them (a lab's test cell: check
     # them with utils.grading), which nbval still runs.
-    ignored = [cell.source for cell in notebooks.read(path).cells
-               if "nbval-ignore-output" in cell.metadata.get("tags", [])]
+    ignored = [cell.source for cell in notebooks.read(path).cells if ignores_output(cell)]
     unchecked = [source[:60] for source in ignored
                  if not TIMING.search(source) and not CLAIM_CHECK.search(source)]
     assert not unchecked, f"{path.name}: nbval-ignore-output where nothing is checked: {unchecked}"
