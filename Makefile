@@ -1,5 +1,6 @@
 # Attention, Step by Step: every command runs from the repository root.
 #   make lab       set up .venv (first time) and open JupyterLab
+#   make quick     lint and every test not marked slow or hub: a few minutes, for your own loop
 #   make test      set up .venv (first time) and run every check (what CI runs)
 #   make nbval     re-run every stored notebook and compare its outputs on three code paths:
 #                  this CPU's own, the plain (SSE) one, and MKL's reproducible branch;
@@ -9,7 +10,11 @@
 #                  feedback and formgrader pages, in headless Chromium
 #   make test-hub  a class on a real JupyterHub (deploy/), end to end with real Unix users;
 #                  needs root, configurable-http-proxy (npm) and setfacl (.ci/run installs them)
-#   make release   regenerate release/ and solutions/ from source/ with nbgrader
+#   make release   regenerate release/ and solutions/ from source/ with nbgrader; it refuses to
+#                  overwrite a lab that was run or edited in release/ (FORCE=1 overwrites it)
+#   make edition   the student edition, build/student/ and build/student.zip: lectures, labs, utils;
+#                  EDITION_REPOSITORY=OWNER/NAME (and EDITION_BRANCH) adds Colab's badge and cell
+#   make lock      install requirements.txt afresh into .venv and write requirements.lock from it
 #   make lectures  re-execute the lecture notebooks in notebooks/, storing their outputs
 #   make bench     print timings: notebooks, autograding, training
 #   make collect / autograde / feedback / grades   the instructor's grading cycle (see README);
@@ -17,7 +22,8 @@
 #                  make grades LMS_GRADEBOOK=<exported CSV> ASSIGNMENT=...  fills the LMS's gradebook
 #                  PROVISIONAL=1  feedback and LMS grades before every written answer is graded
 #   make lti-grades ASSIGNMENT=NN_topic  send the lab's grades to the LMS its students launched it
-#                  from (LTI 1.3, AGS; see deploy/jupyterhub_lti_config.py); PROVISIONAL=1 as above
+#                  from (LTI 1.3, AGS; see deploy/jupyterhub_lti_config.py); PROVISIONAL=1 as above;
+#                  REPLACE_FINAL=1 lets a provisional score replace a final one already sent
 
 PYTHON ?= python3
 VENV := .venv
@@ -25,8 +31,8 @@ BIN := $(CURDIR)/$(VENV)/bin
 STAMP := $(VENV)/.installed
 export PATH := $(BIN):$(PATH)
 export PYTHONHASHSEED := 0
-# `course/` (the instructor's tools, which nbgrader_config.py imports) is not installed: students
-# install `utils` only. Every command here finds it on the path.
+# `utils` and `course` are installed editable into .venv (pip install -e .); the root also leads
+# the module path, so that every command here imports this checkout's files.
 export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))
 
 ASSIGNMENT ?=
@@ -61,14 +67,20 @@ NBVAL_TEST_PATHS := native plain mkl-compatible
 TORCH_CPU_INDEX := https://download.pytorch.org/whl/cpu
 TORCH_CPU := $(if $(filter Linux,$(shell uname -s)),$(shell sed -n 's/^torch==\(.*\)/torch==\1+cpu/p' requirements.txt))
 
-.PHONY: lab test test-browser test-hub lint unit nbval nbval-all $(NBVAL_PATHS:%=nbval-%) release lectures bench autograde feedback grades collect clean
+.PHONY: lab quick test test-browser test-hub lint unit nbval nbval-all $(NBVAL_PATHS:%=nbval-%) release edition lock lectures bench autograde feedback grades collect clean
 
-$(STAMP): requirements.txt pyproject.toml jupyter-config/jupyter_server_config.d/utils.json \
+# requirements.lock pins everything requirements.txt brings (make lock writes it): a constraint.
+LOCK := $(if $(UNLOCKED),,-c requirements.lock)
+EDITION_REPOSITORY ?=
+EDITION_BRANCH ?= main
+
+$(STAMP): requirements.txt requirements.lock pyproject.toml \
+		jupyter-config/jupyter_server_config.d/utils.json \
 		jupyter-config/lab/settings/overrides.d/course.json
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(if $(TORCH_CPU),$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps \
 		--extra-index-url $(TORCH_CPU_INDEX) "$(TORCH_CPU)")
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt $(LOCK)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	# Validate lists each cell's findings too (utils/validate_findings.py), in every server here.
 	install -D -m 644 jupyter-config/jupyter_server_config.d/utils.json \
@@ -98,7 +110,12 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 
 unit: $(STAMP)
-	$(BIN)/pytest tests
+	$(BIN)/pytest tests -m "not hub"
+
+quick: $(STAMP)
+	@start=$$(date +%s); \
+	$(BIN)/ruff check . && $(BIN)/pytest tests -q -m "not slow and not hub" && \
+	echo "make quick: passed in $$(( $$(date +%s) - start )) s"
 
 nbval: $(NBVAL_TEST_PATHS:%=nbval-%)
 
@@ -109,7 +126,20 @@ $(NBVAL_PATHS:%=nbval-%): nbval-%: $(STAMP)
 	env $(PATH_$*) $(BIN)/$(NBVAL) notebooks solutions
 
 release: $(STAMP)
-	$(BIN)/python -m course.coursedir.release $(ASSIGNMENT)
+	$(BIN)/python -m course.coursedir.release $(ASSIGNMENT) $(if $(FORCE),--force)
+
+edition: $(STAMP)
+	$(BIN)/python -m course.coursedir.edition \
+		$(if $(EDITION_REPOSITORY),--repository $(EDITION_REPOSITORY) --branch $(EDITION_BRANCH))
+
+# Without the old lock, so that a pin moved in requirements.txt takes what it needs (for a lock
+# with nothing left over from earlier pins, rm -rf .venv first).
+lock:
+	$(MAKE) --no-print-directory --always-make $(STAMP) UNLOCKED=1
+	{ sed -n '1,/^$$/p' requirements.lock; $(BIN)/python -m pip freeze --all --exclude-editable \
+		--disable-pip-version-check | grep -v '^pip==' | sed 's/+cpu$$//'; } > requirements.lock.new
+	mv requirements.lock.new requirements.lock
+	touch $(STAMP)
 
 lectures: $(STAMP)
 	$(BIN)/python -m course.coursedir.execute notebooks
@@ -133,7 +163,8 @@ collect: $(STAMP)
 
 .PHONY: lti-grades
 lti-grades: $(STAMP)
-	$(BIN)/python -m course.lms.lti grades $(ASSIGNMENT) $(if $(PROVISIONAL),--provisional)
+	$(BIN)/python -m course.lms.lti grades $(ASSIGNMENT) $(if $(PROVISIONAL),--provisional) \
+		$(if $(REPLACE_FINAL),--replace-final)
 
 clean:
 	rm -rf autograded feedback upload grades.csv browser-screenshots .pytest_cache .ruff_cache .import_linter_cache

@@ -15,6 +15,9 @@ if "COURSE_EXCHANGE" not in os.environ:
     EXCHANGE = Path(__file__).parent / "exchange"
     EXCHANGE.mkdir(exist_ok=True)
     c.Exchange.root = str(EXCHANGE)
+# The formgrader's Manage Assignments page shows no dump of the loaded configuration (it holds
+# values JSON cannot show, and each view warned so).
+c.FormgradeExtension.debug = False
 # Student versions go to release/, which is committed; the gradebook is local (gradebook.db).
 c.CourseDirectory.release_directory = "release"
 

@@ -26,10 +26,12 @@ from pathlib import Path
 from nbgrader.api import MissingEntry
 
 from course.coursedir import paths
-from course.coursedir.gradebook_db import open_gradebook, score_after_penalty
+from course.coursedir.gradebook_db import open_gradebook
 from course.coursedir.nbgrader_run import nbgrader
 from course.coursedir.notebooks import executed, executed_notebook
 from course.coursedir.release import generate_release
+from course.coursedir.submissions import find_state, lab_states, student_label
+from course.coursedir.words import counted
 from course.grading import pool as grading_pool
 from course.grading.kernels import cgroups, sandbox
 from course.grading.preprocessors import findings
@@ -109,14 +111,17 @@ def autograde(
     )
     lines = [summary(assignment, students, root)]
     notebook = paths.lab_filename(assignment)
+    labels = student_labels(students, root)
     for student in students:
         folder = paths.submitted(root, student, assignment)
         if not (folder / notebook).exists():
             found = ", ".join(sorted(p.name for p in folder.glob("*.ipynb"))) or "no notebook"
-            lines.append(f"  {student}: not graded, no {notebook} in {folder} (found: {found})")
+            lines.append(
+                f"  {labels[student]}: not graded, no {notebook} in {folder} (found: {found})"
+            )
         elif not executed(paths.autograded(root, student, assignment) / notebook):
             lines.append(
-                f"  {student}: not graded, the notebook could not be run to the end "
+                f"  {labels[student]}: not graded, the notebook could not be run to the end "
                 "(the kernel died or nbgrader failed: see its log below); scores 0"
             )
     ok = all(outcome.success for outcome in outcomes.values()) and len(lines) == 1
@@ -141,69 +146,58 @@ def reviewed(assignment, students, root):
     """Lines naming, per student, the findings about their cells (`findings`)."""
     lines = []
     notebook = paths.lab_filename(assignment)
+    labels = student_labels(students, root)
     for student in students:
         nb = executed_notebook(paths.autograded(root, student, assignment) / notebook)
         if nb is not None:
             listed = nb.metadata.get(findings.FINDINGS_KEY, [])
-            lines.extend(f"  {student}: {finding}" for finding in listed)
+            lines.extend(f"  {labels[student]}: {finding}" for finding in listed)
     if lines:
         lines.insert(0, "findings to review (every cell ran; no points depend on them):")
     return lines
 
 
-def autograded_notebook(root, student, assignment):
-    """Where a student's autograded notebook of a lab is (when it was autograded)."""
-    return paths.autograded(root, student, assignment) / paths.lab_filename(assignment)
+def student_labels(students, root):
+    """Student id -> the id and name that commands print (`submissions.student_label`)."""
+    with open_gradebook(root) as book:
+        return {student: student_label(book, student) for student in students}
 
 
 def summary(assignment, students, root):
     """Students graded, their mean score, the written answers to grade and late work of a lab."""
-    graded = [s for s in students if autograded_notebook(root, s, assignment).exists()]
     with open_gradebook(root) as book:
         lab = book.find_assignment(assignment)
-        submissions = [book.find_submission(assignment, s) for s in graded]
-        scores = [score_after_penalty(submission) for submission in submissions]
-        waiting = sum(len(answers_to_grade(submission, root)) for submission in submissions)
-        late = late_lines(lab, submissions, read_manifest(root, assignment) or {})
-    mean = statistics.mean(scores) if scores else 0.0
+        states = [find_state(book, assignment, student, root) for student in students]
+        graded = [state for state in states if state is not None and state.graded]
+        submissions = [book.find_submission(assignment, state.student) for state in graded]
+        late = late_lines(book, lab, submissions, read_manifest(root, assignment) or {})
+    mean = statistics.mean(state.score for state in graded) if graded else 0.0
+    waiting = sum(len(state.to_grade) for state in graded)
     to_grade = (
-        f"; {waiting} written answers to grade by hand in the formgrader (counted as 0 until then)"
+        f"; {counted(waiting, 'written answer')} to grade by hand in the formgrader "
+        "(counted as 0 until then)"
         if waiting
         else ""
     )
     first = (
-        f"{assignment}: {len(graded)} students graded, mean score {mean:.2f} / {lab.max_score:g}, "
-        f"{len(students) - len(graded)} not graded{to_grade}"
+        f"{assignment}: {counted(len(graded), 'student')} graded, mean score {mean:.2f} / "
+        f"{lab.max_score:g}, {len(students) - len(graded)} not graded{to_grade}"
     )
     return "\n".join([first, *late])
 
 
-def answers_to_grade(submission, root=paths.ROOT):
-    """Names of the cells of a submission (nbgrader's SubmittedAssignment) to grade by hand.
-
-    [] when its notebook was not autograded (missing from the submission): nothing to grade.
-    """
-    if not autograded_notebook(root, submission.student.id, submission.assignment.name).exists():
-        return []
-    return [
-        grade.name
-        for notebook in submission.notebooks
-        for grade in notebook.grades
-        if grade.needs_manual_grade
-    ]
-
-
-def late_lines(lab, submissions, manifest):
+def late_lines(book, lab, submissions, manifest):
     """A line per late submission: its penalty, or that there is none without a due date."""
     lines = []
     for submission in submissions:
         student = submission.student.id
+        label = student_label(book, student)
         if lab.duedate is None and manifest.get(student, {}).get("late"):
-            lines.append(f"  {student}: late, no penalty: no due date set")
+            lines.append(f"  {label}: late, no penalty: no due date set")
         elif submission.total_seconds_late > 0:
             hours = submission.total_seconds_late / 3600
             penalty = submission.late_submission_penalty or 0
-            lines.append(f"  {student}: late by {hours:.1f} h, penalty {penalty:g} points")
+            lines.append(f"  {label}: late by {hours:.1f} h, penalty {penalty:g} points")
     return lines
 
 
@@ -213,38 +207,27 @@ def feedback(assignment, root=paths.ROOT, provisional=False):
     A submission with written answers still to grade gets none (any earlier one is removed)
     unless `provisional`: then its feedback says "to be graded" for them and for the total.
     """
-    graded, to_grade = students_to_grade(assignment, root)
+    with open_gradebook(root) as book:
+        graded = [state for state in lab_states(book, assignment, root) if state.graded]
+        labels = {state.student: student_label(book, state.student) for state in graded}
+    to_grade = [state.student for state in graded if state.provisional]
     held = [] if provisional else to_grade
     for student in held:
         shutil.rmtree(Path(root) / FEEDBACK / student / assignment, ignore_errors=True)
-    if set(graded) - set(held):
+    if len(graded) > len(held):
         exclude = [f"--CourseDirectory.student_id_exclude={','.join(held)}"] if held else []
         nbgrader(["generate_feedback", assignment, "--force", *exclude], root)
-    lines = [f"{assignment}: feedback of {len(graded) - len(held)} students written to feedback/"]
+    written = counted(len(graded) - len(held), "student")
+    lines = [f"{assignment}: feedback of {written} written to feedback/"]
     if held:
-        lines.append(HELD_BACK.format(students=", ".join(held)))
+        lines.append(HELD_BACK.format(students=", ".join(labels[s] for s in held)))
     elif to_grade:
-        lines.append(f"  provisional, written answers to be graded: {', '.join(to_grade)}")
+        names = ", ".join(labels[s] for s in to_grade)
+        lines.append(f"  provisional, written answers to be graded: {names}")
     manifest = read_manifest(root, assignment)
     if manifest:
         lines += lms_feedback(assignment, manifest, root, held)
     return "\n".join(lines)
-
-
-def students_to_grade(assignment, root=paths.ROOT):
-    """(students autograded, those of them with written answers still to grade by hand)."""
-    with open_gradebook(root) as book:
-        try:
-            submissions = book.assignment_submissions(assignment)
-        except MissingEntry:
-            return [], []
-        graded = sorted(
-            s.student.id
-            for s in submissions
-            if autograded_notebook(root, s.student.id, assignment).exists()
-        )
-        waiting = {s.student.id for s in submissions if answers_to_grade(s, root)}
-    return graded, [student for student in graded if student in waiting]
 
 
 def grades(root=paths.ROOT, output=GRADES_CSV):
@@ -257,22 +240,18 @@ def grades(root=paths.ROOT, output=GRADES_CSV):
         for student in sorted(book.students, key=lambda s: s.id):
             row = {"student": student.id, PROVISIONAL_COLUMN: []}
             for lab in labs:
-                try:
-                    submission = book.find_submission(lab, student.id)
-                except MissingEntry:
-                    row[lab] = ""
-                    continue
-                row[lab] = score_after_penalty(submission)
-                if answers_to_grade(submission, root):
+                state = find_state(book, lab, student.id, root)
+                row[lab] = "" if state is None else state.score
+                if state is not None and state.provisional:
                     row[PROVISIONAL_COLUMN].append(lab)
-                    waiting.append(f"{student.id} ({lab})")
+                    waiting.append(f"{student_label(book, student.id)} ({lab})")
             row[PROVISIONAL_COLUMN] = " ".join(row[PROVISIONAL_COLUMN])
             rows.append(row)
     with open(Path(root) / output, "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=["student", *labs, PROVISIONAL_COLUMN])
         writer.writeheader()
         writer.writerows(rows)
-    lines = [f"{len(rows)} students written to {output}"]
+    lines = [f"{counted(len(rows), 'student')} written to {output}"]
     if waiting:
         lines.append(
             f"  provisional (column {PROVISIONAL_COLUMN}), written answers to grade in the "

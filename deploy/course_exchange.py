@@ -10,26 +10,35 @@ Here, in the course's folder of the exchange (owned by the instructor):
   instructor (the owner of the course's folder) access;
 * a feedback file is 0600, owned by the instructor, with an ACL that lets its student read it;
 * a submission whose folder is not owned by the student it names is not collected;
+* collect copies only the folders and regular files that the student made, without following
+  a link (course.coursedir.safe_copy): links, hard links, FIFOs, sockets and devices are
+  refused, each named in collect's summary, and the files and bytes taken are bounded;
+* `nbgrader list --inbound` leaves out, and names, a submission whose notebook is a link or a
+  FIFO (nbgrader's list reads each notebook);
 * the exchange's root only has to be searchable (0755, owned by root).
 
 Configure it with `c.ExchangeFactory.<action> = "course_exchange.<Class>"` (deploy/jupyter/).
 """
 
+import fnmatch
 import glob
 import os
 import pwd
+import stat
 import subprocess
 
 from nbgrader.exchange import default
 from nbgrader.utils import check_directory, notebook_hash
+
+from course.coursedir import safe_copy
 
 INBOUND_MODE = 0o1733
 FEEDBACK_MODE = 0o711
 
 
 def owner(path):
-    """The name of the user who owns `path` (or their user id if they have no name)."""
-    uid = os.stat(path).st_uid
+    """The name of the user who owns `path`, itself if a link (or their user id if no name)."""
+    uid = os.lstat(path).st_uid
     try:
         return pwd.getpwuid(uid).pw_name
     except KeyError:
@@ -50,6 +59,16 @@ def grant(path, user, permissions):
     """Add a POSIX ACL entry for `user` on `path` and everything under it (setfacl)."""
     command = ["setfacl", "-R", "-m", f"u:{user}:{permissions}", path]
     subprocess.run(command, check=True, capture_output=True, text=True)
+
+
+def oddity(path, should_be_folder):
+    """What `path` is when it is not a plain folder (or file) as it should be, else None."""
+    mode = os.lstat(path).st_mode
+    if safe_copy.kind_of(mode):
+        return safe_copy.kind_of(mode)
+    if stat.S_ISDIR(mode) != should_be_folder:
+        return "a file, not a folder" if should_be_folder else "a folder, not a file"
+    return None
 
 
 class SearchableRoot:
@@ -85,12 +104,18 @@ class ExchangeCollect(SearchableRoot, default.ExchangeCollect):
     """Collect the latest submission of each student that the student really made."""
 
     def genuine(self, record):
-        """True when the folder of `record` is owned by the student its name gives."""
-        found = owner(os.path.join(self.inbound_path, record["filename"]))
+        """True when `record` is a folder, not a link, owned by the student its name gives."""
+        path = os.path.join(self.inbound_path, record["filename"])
+        found = owner(path)
         if found != record["username"]:
             self.log.warning("Not collected: %s names %s but was made by %s",
                              record["filename"], record["username"], found)  # fmt: skip
-        return found == record["username"]
+            return False
+        reason = oddity(path, should_be_folder=True)
+        if reason:
+            self.log.warning("Not collected: %s is %s", record["filename"], reason)
+            return False
+        return True
 
     def _sort_by_timestamp(self, records):
         """A student's submissions, genuine ones first, newest first."""
@@ -100,6 +125,35 @@ class ExchangeCollect(SearchableRoot, default.ExchangeCollect):
         """nbgrader's choice of submissions, without any that another user made."""
         super().init_src()
         self.src_records = [r for r in self.src_records if self.genuine(r)]
+
+    def limits(self):
+        """The bounds of one submission: nbgrader's max_dir_size and max_file_size (in kB)."""
+        return safe_copy.Limits(total_bytes=1000 * self.coursedir.max_dir_size,
+                                file_bytes=1000 * self.coursedir.max_file_size)  # fmt: skip
+
+    def ignored(self, name, is_folder):
+        """True for what nbgrader leaves behind: CourseDirectory.ignore, or not .include."""
+        if any(fnmatch.fnmatch(name, pattern) for pattern in self.coursedir.ignore):
+            return True
+        include = self.coursedir.include
+        return not is_folder and not any(fnmatch.fnmatch(name, pattern) for pattern in include)
+
+    def do_copy(self, src, dest, log=None):
+        """Copy only what the student made, never following a link; name what was refused."""
+        student = self._path_to_record(src)["username"]
+        try:
+            uid = pwd.getpwnam(student).pw_uid
+        except KeyError:
+            self.log.warning("Not collected: %s: no user %s", os.path.basename(src), student)
+            return
+        try:
+            copied = safe_copy.copy_tree(src, dest, uid, self.limits(), self.ignored)
+        except ValueError as error:
+            self.log.warning("Not collected: %s", error)
+            return
+        for refusal in copied.refused:
+            self.log.warning("refused %s from student %s: %s",
+                             refusal.path, student, refusal.reason)  # fmt: skip
 
 
 class ExchangeReleaseFeedback(SearchableRoot, default.ExchangeReleaseFeedback):
@@ -143,4 +197,24 @@ class ExchangeFetchFeedback(SearchableRoot, default.ExchangeFetchFeedback):
 
 
 class ExchangeList(SearchableRoot, default.ExchangeList):
-    """nbgrader's list, with a root that is only searchable."""
+    """nbgrader's list, with a root that is only searchable; `--inbound` opens no student's link.
+
+    nbgrader's list reads a submission's notebooks (to find its feedback): one that is a FIFO
+    would block it, and a link would be followed. Such a submission is named and not listed.
+    """
+
+    def init_dest(self):
+        """nbgrader's submissions, without those whose notebooks are not plain files."""
+        super().init_dest()
+        if self.inbound:
+            self.assignments = [path for path in self.assignments if self.plain(path)]
+
+    def plain(self, submission):
+        """True when `submission` is a folder, and each of its notebooks a file, none a link."""
+        entries = [submission, *glob.glob(os.path.join(glob.escape(submission), "*.ipynb"))]
+        for path in entries:
+            reason = oddity(path, should_be_folder=path == submission)
+            if reason:
+                self.log.warning("Not listed: %s is %s", path, reason)
+                return False
+        return True

@@ -2,8 +2,9 @@
 
 deploy/jupyterhub_config.py (servers, roles, the class's settings), with LTI 1.3 for login in
 place of PAM: a student clicks the lab's activity in Moodle or Canvas and lands in their own
-server, logged in, with the lab fetched for them (deploy/lti_lab.py). The platform is given by
-the hub's environment (the README, "LTI 1.3", says where each value is found in the LMS):
+server, logged in, with the lab fetched for them (deploy/lti_lab.py); the instructor lands in
+the formgrader. The platform is given by the hub's environment (the README, "LTI 1.3", says
+where each value is found in the LMS):
 
     COURSE_LTI_ISSUER         the platform's issuer (Moodle: its URL; Canvas: https://canvas.instructure.com)
     COURSE_LTI_CLIENT_ID      the tool's client id, which the LMS gave at registration
@@ -12,6 +13,12 @@ the hub's environment (the README, "LTI 1.3", says where each value is found in 
     COURSE_LTI_TOKEN_URL      the token endpoint (Moodle: .../mod/lti/token.php)
     COURSE_LTI_JWKS_URL       the platform's keys (Moodle: .../mod/lti/certs.php)
     JUPYTERHUB_CRYPT_KEY      encrypts each user's auth_state (openssl rand -hex 32)
+
+and, if wanted:
+
+    COURSE_LTI_CONTEXT_ID     the LMS course the hub serves (Moodle: the course's id); without
+                              it, the first instructor's launch links the course to its LMS course
+    COURSE_LTI_GRADERS_FROM_LMS=1   a teaching assistant's launch adds them to the graders' group
 
     jupyterhub -f deploy/jupyterhub_lti_config.py
 

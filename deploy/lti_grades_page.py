@@ -1,20 +1,24 @@
 """The instructor's button for grades back by LTI: /user/<instructor>/course-lti/grades.
 
 A page of the instructor's own server (so only those who may open it, as for the formgrader)
-that lists the course's labs, each with "Send grades" and "Send, provisional too". A button runs
+that names the LMS course the course is linked to (`lti/lms_course.json`, see deploy/lti_login.py)
+and lists the course's labs, each with "Send grades" and "Send, provisional too". A button runs
 `python -m course.lms.lti grades NN_topic` (what `make lti-grades` runs) in the instructor's copy
-of the course, and the page shows its report. Enabled for the instructor by
+of the course, and the page shows its report. An instructor's launch that names no lab lands
+here, and so does the launch that links the course. Enabled for the instructor by
 deploy/jupyter/instructor/jupyter_server_config.d/lti_grades_page.json.
 """
 
 import asyncio
 import html
+import json
 import re
 import sys
 
 import class_settings
 from jupyter_server.base.handlers import JupyterHandler
 from jupyter_server.utils import url_path_join
+from lti_login import LMS_COURSE_FILE, course_name
 from tornado import web
 
 LAB_NAME = re.compile(r"^\d{2}_[a-z0-9_]+$")
@@ -22,13 +26,36 @@ SEND_SECONDS = 600
 PAGE = """<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>Grades to the LMS (LTI)</title></head>
 <body><h1>Grades to the LMS (LTI 1.3)</h1>
-<p>Each button sends the lab's grades to the lineitems its students launched it from.</p>
+<p id="linked">{linked}</p>
+<p>Each button sends the lab's grades to the lineitems its students launched it from, in that
+LMS course only.</p>
 {report}<table>{rows}</table></body></html>"""
+LINKED = """This course is linked to the LMS course <b>{name}</b> (deployment {deployment}, linked
+by {by} on {time}): the hub refuses launches from any other LMS course. To move the course to
+another LMS course (a new term's copy, say), set COURSE_LTI_CONTEXT_ID to its id and restart the
+hub."""
+NOT_LINKED = """This course is not linked to an LMS course yet: the first instructor's launch from
+the LMS links it to that LMS course (or set COURSE_LTI_CONTEXT_ID in the hub's environment)."""
 ROW = """<tr><td>{lab}</td><td><form method="post">{xsrf}
 <input type="hidden" name="lab" value="{lab}">
 <button type="submit" name="provisional" value="">Send grades</button>
 <button type="submit" name="provisional" value="1">Send, provisional too</button>
 </form></td></tr>"""
+
+
+def linked_course(course):
+    """The paragraph that names the LMS course the course is linked to (HTML)."""
+    path = course / "lti" / LMS_COURSE_FILE
+    if not path.exists():
+        return NOT_LINKED
+    linked = json.loads(path.read_text())
+    fields = {
+        "name": course_name(linked),
+        "deployment": linked.get("deployment_id") or "not known yet",
+        "by": linked.get("linked_by", ""),
+        "time": linked.get("time", ""),
+    }
+    return LINKED.format(**{k: html.escape(str(v)) for k, v in fields.items()})
 
 
 def labs(course):
@@ -60,7 +87,7 @@ class GradesPage(JupyterHandler):
         course = class_settings.course_folder()
         rows = "".join(ROW.format(lab=html.escape(lab), xsrf=self.xsrf_form_html())
                        for lab in labs(course))  # fmt: skip
-        return PAGE.format(report=report, rows=rows)
+        return PAGE.format(linked=linked_course(course), report=report, rows=rows)
 
     @web.authenticated
     def get(self):

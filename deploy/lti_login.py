@@ -4,16 +4,22 @@
 platform's keys, its issuer, audience, age and nonce). Here, on top of it:
 
 * the launch's deployment must be one of COURSE_LTI_DEPLOYMENT_ID;
+* its context (the LMS course) must be the one the course is linked to, `<course>/lti/
+  lms_course.json`: COURSE_LTI_CONTEXT_ID when the hub's configuration names it, else the course
+  of the first instructor's launch, shown on the page that launch lands on. Until then only
+  instructors get in;
 * its roles map to the course's: Instructor, Administrator, TeachingAssistant or
   ContentDeveloper to `instructor`, Learner to `student`. A student must be a member of the
   class's Unix group, and may not use the instructor's account; an instructor is the course's
   instructor or a Unix user outside the students' group (a teaching assistant);
 * the lab the launch names (custom parameter `lab=NN_topic`, or `?lab=NN_topic` in the
-  activity's URL) is where the student lands, fetched for them by deploy/lti_lab.py;
+  activity's URL) is where the student lands, fetched for them by deploy/lti_lab.py; an
+  instructor or teaching assistant lands on the lab's page of the formgrader (the course's
+  grades page when the launch names no lab), in the instructor's server;
 * each launch is recorded in the course's private folder, `<course>/lti/launches.json`: the
-  platform and, per user and lab, the `sub` and the AGS lineitem the launch carried. That is
-  what `make lti-grades` (course/lms/lti.py) sends grades with; the id_token itself is also
-  the user's auth_state (read with `admin:auth_state`), but only the latest launch's;
+  platform and, per LMS course, user, lab and resource link, the `sub` and the AGS lineitem
+  the launch carried. That is what course/lms/lti.py sends grades with; the id_token itself is
+  also the user's auth_state (read with `admin:auth_state`), but only the latest launch's;
 * the course's key pair (`<course>/lti/tool_key.pem`, made on first use, owned by the
   instructor) signs the grade sender's token requests; the hub serves its public half as a
   JWKS at /hub/lti/jwks, the tool's "Public keyset URL".
@@ -28,18 +34,19 @@ import json
 import os
 import pwd
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from urllib.parse import parse_qs, quote, urlsplit
 
 import class_settings
 import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
+from jupyterhub import orm
 from ltiauthenticator.lti13.auth import LTI13Authenticator
 from ltiauthenticator.lti13.error import ValidationError
 from ltiauthenticator.lti13.handlers import LTI13CallbackHandler
 from tornado import web
-from traitlets import Set, Unicode
+from traitlets import Bool, Set, Unicode
 
 CLAIM = "https://purl.imsglobal.org/spec/lti/claim/"
 AGS_CLAIM = "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"
@@ -53,6 +60,7 @@ SETTINGS = {
     "token_url": "COURSE_LTI_TOKEN_URL",
     "jwks_url": "COURSE_LTI_JWKS_URL",
 }
+LMS_COURSE_FILE = "lms_course.json"
 REFUSED = "This launch from your LMS was refused: {reason}. Open the lab again from the LMS; " \
     "if it is refused again, tell your instructor what this page says."  # fmt: skip
 
@@ -70,8 +78,9 @@ def platform_settings(environment=os.environ):
 
 def refused(status, reason):
     """An HTTPError whose page tells the user why their launch was refused."""
-    error = web.HTTPError(status, REFUSED.format(reason=reason.rstrip(".")))
-    error.jupyterhub_message = error.log_message
+    message = REFUSED.format(reason=reason.rstrip("."))
+    error = web.HTTPError(status, message, reason="Launch refused")
+    error.jupyterhub_message = message
     return error
 
 
@@ -174,27 +183,108 @@ def launched_lab(claims):
     return lab
 
 
-def record_launch(name, claims, lab, platform):
-    """Add a launch to <course>/lti/launches.json (replacing the user's earlier one of the lab)."""
-    path = lti_folder() / "launches.json"
-    record = json.loads(path.read_text()) if path.exists() else {}
-    record["platform"] = {k: platform[k] for k in ("issuer", "client_id", "deployment_id",
-                                                   "token_url")}  # fmt: skip
-    endpoint = claims.get(AGS_CLAIM, {})
-    record.setdefault("launches", {}).setdefault(name, {})[lab] = {
-        "sub": claims["sub"],
-        "lineitem": endpoint.get("lineitem", ""),
-        "lineitems": endpoint.get("lineitems", ""),
-        "scope": endpoint.get("scope", []),
-        "resource_link": claims.get(CLAIM + "resource_link", {}).get("id", ""),
-        "time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-    }
+def now():
+    """The time of day in UTC, to the second, as the course's records write it."""
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def read_private(name):
+    """A JSON file of <course>/lti/, or None when there is none yet."""
+    path = lti_folder() / name
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def write_private(name, value):
+    """Write a JSON file of <course>/lti/ atomically, the instructor's and private to them."""
+    path = lti_folder() / name
     partial = path.with_suffix(".partial")
-    partial.write_text(json.dumps(record, indent=1, sort_keys=True))
+    partial.write_text(json.dumps(value, indent=1, sort_keys=True))
     account = pwd.getpwnam(class_settings.INSTRUCTOR)
     os.chown(partial, account.pw_uid, account.pw_gid)
     os.chmod(partial, 0o600)
     partial.replace(path)
+
+
+def record_launch(name, claims, lab, platform):
+    """Add a launch to <course>/lti/launches.json, under its LMS course, user, lab and link.
+
+    It replaces only the same user's earlier launch of the same resource link: a launch from
+    another LMS course never replaces this course's lineitem.
+    """
+    record = read_private("launches.json") or {}
+    record["platform"] = {k: platform[k] for k in ("issuer", "client_id", "deployment_id",
+                                                   "token_url")}  # fmt: skip
+    endpoint = claims.get(AGS_CLAIM, {})
+    link = claims.get(CLAIM + "resource_link", {}).get("id", "")
+    labs = record.setdefault("launches", {}).setdefault(context_of(claims)["id"], {})
+    labs.setdefault(name, {}).setdefault(lab, {})[link] = {
+        "sub": claims["sub"],
+        "lineitem": endpoint.get("lineitem", ""),
+        "lineitems": endpoint.get("lineitems", ""),
+        "scope": endpoint.get("scope", []),
+        "time": now(),
+    }
+    write_private("launches.json", record)
+
+
+# ---------------------------------------------------------------------------------------------
+# The LMS course the course is linked to
+
+
+def context_of(claims):
+    """The LMS course a launch comes from: the `id`, `label` and `title` of its context claim."""
+    context = claims.get(CLAIM + "context") or {}
+    return {key: str(context.get(key, "")) for key in ("id", "label", "title")}
+
+
+def course_name(course):
+    """An LMS course as people know it: "Attention, Step by Step" (ATTN, id 2)."""
+    known = [part for part in (course.get("label"), f"id {course['id']}") if part]
+    title = course.get("title")
+    return f'"{title}" ({", ".join(known)})' if title else ", ".join(known)
+
+
+def context_problem(linked, course, deployment, role):
+    """Why a launch from the LMS course `course` may not enter the course `linked` to, or ""."""
+    if not course["id"]:
+        return "the launch names no LMS course (its context claim is missing)"
+    if linked is None:
+        if role == "instructor":
+            return ""
+        return ("the course is not linked to an LMS course yet: the instructor opens one of its "
+                "activities in the LMS first")  # fmt: skip
+    if course["id"] != linked["id"]:
+        return (f"this course's hub serves the LMS course {course_name(linked)}, and this "
+                f"activity is in the LMS course {course_name(course)}: open the lab from "
+                f"{course_name(linked)}")  # fmt: skip
+    if linked.get("deployment_id") and deployment != linked["deployment_id"]:
+        return (f"the LMS course {course_name(course)} launched through deployment "
+                f"{deployment!r}, and the course is linked to deployment "
+                f"{linked['deployment_id']!r}")  # fmt: skip
+    return ""
+
+
+def link_course(linked, course, deployment, name):
+    """Link the course to the LMS course of a launch, or complete a link made by configuration.
+
+    The link's file names the LMS course (id, label, title), the deployment, who linked it and
+    when; what the launch adds to a link already complete changes nothing.
+    """
+    if linked and linked.get("deployment_id"):
+        return linked
+    linked = {**course, "deployment_id": deployment, "linked_by": name, "time": now(),
+              **({"linked_by": linked["linked_by"]} if linked else {})}  # fmt: skip
+    write_private(LMS_COURSE_FILE, linked)
+    return linked
+
+
+def link_from_configuration(context_id):
+    """COURSE_LTI_CONTEXT_ID: link the course to that LMS course (relinking it if need be)."""
+    linked = read_private(LMS_COURSE_FILE)
+    if linked and linked["id"] == context_id:
+        return
+    link = {"id": context_id, "label": "", "title": "", "linked_by": "COURSE_LTI_CONTEXT_ID"}
+    write_private(LMS_COURSE_FILE, {**link, "time": now()})
 
 
 class CourseLTIAuthenticator(LTI13Authenticator):
@@ -202,6 +292,9 @@ class CourseLTIAuthenticator(LTI13Authenticator):
 
     deployment_ids = Set(Unicode(), config=True, help="The platform's deployments of the tool.")
     token_url = Unicode(config=True, help="The platform's token endpoint (for grades back).")
+    graders_from_lms = Bool(
+        False, config=True, help="A teaching assistant's launch adds them to the graders' group."
+    )
 
     def get_handlers(self, app):
         """ltiauthenticator's handlers, with the course's launch (callback) handler."""
@@ -226,11 +319,18 @@ class CourseLTIAuthenticator(LTI13Authenticator):
         if problem:
             raise refused(403, problem)
         lab = launched_lab(claims)
+        linked, course = read_private(LMS_COURSE_FILE), context_of(claims)
+        problem = context_problem(linked, course, deployment, role)
+        if problem:
+            raise refused(403, problem)
+        newly_linked = linked is None
+        link_course(linked, course, deployment, name)
         platform = {"issuer": self.issuer, "client_id": audience(claims),
                     "deployment_id": deployment, "token_url": self.token_url}  # fmt: skip
         record_launch(name, claims, lab, platform)
         model["name"] = name
-        model["auth_state"] = {**claims, "course_role": role, "course_lab": lab}
+        model["auth_state"] = {**claims, "course_role": role, "course_lab": lab,
+                               "course_newly_linked": newly_linked}  # fmt: skip
         return model
 
 
@@ -253,15 +353,41 @@ class LaunchHandler(LTI13CallbackHandler):
         user = await self.login_user(claims)
         if user is None:
             raise refused(403, "the hub did not accept this user")
-        lab = launched_lab(claims)
-        self.redirect(landing_url(self.base_url, self.hub.base_url, user.name, lab))
+        state = await user.get_auth_state()
+        role, lab = state["course_role"], state["course_lab"]
+        if role == "instructor" and user.name != class_settings.INSTRUCTOR:
+            self.admit_grader(user)
+        lab = "" if state.get("course_newly_linked") else lab
+        self.redirect(landing_url(self.base_url, self.hub.base_url, user.name, lab, role))
+
+    def admit_grader(self, user):
+        """A teaching assistant opens the formgrader as a member of formgrade-<course>."""
+        group = orm.Group.find(self.db, class_settings.GRADERS_GROUP)
+        if group is not None and any(member.name == user.name for member in group.users):
+            return
+        if group is None or not self.authenticator.graders_from_lms:
+            raise refused(403, f"{user.name} is a teaching assistant in the LMS, but not in the "
+                          f"hub's group {class_settings.GRADERS_GROUP}, which opens the "
+                          "formgrader: the instructor adds them there (the hub's admin page, "
+                          "Groups)")  # fmt: skip
+        group.users.append(user.orm_user)
+        self.db.commit()
 
 
-def landing_url(base, hub_base, name, lab):
-    """Where a launch lands: the user's server (started if need be), at the lab if it names one."""
-    if not lab:
-        return f"{hub_base}spawn/{quote(name)}"
-    target = f"{base}user/{quote(name)}/course-lab/{lab}"
+def landing_url(base, hub_base, name, lab, role="student", instructor=class_settings.INSTRUCTOR):
+    """Where a launch lands: a student's own lab; the instructor's formgrader or grades page.
+
+    The user's own server is started if need be; a teaching assistant goes to the instructor's.
+    """
+    if role == "student":
+        if not lab:
+            return f"{hub_base}spawn/{quote(name)}"
+        target = f"{base}user/{quote(name)}/course-lab/{lab}"
+    else:
+        page = f"formgrader/manage_submissions/{lab}" if lab else "course-lti/grades"
+        target = f"{base}user/{quote(instructor)}/{page}"
+        if name != instructor:
+            return target
     return f"{hub_base}spawn/{quote(name)}?next={quote(target, safe='')}"
 
 
@@ -280,8 +406,12 @@ def configure(c, environment=os.environ):
     c.CourseLTIAuthenticator.authorize_url = platform["auth_url"]
     c.CourseLTIAuthenticator.jwks_endpoint = platform["jwks_url"]
     c.CourseLTIAuthenticator.token_url = platform["token_url"]
+    graders = environment.get("COURSE_LTI_GRADERS_FROM_LMS", "") == "1"
+    c.CourseLTIAuthenticator.graders_from_lms = graders
     c.CourseLTIAuthenticator.username_key = "custom_uname"  # Moodle: uname=$User.username
     c.CourseLTIAuthenticator.tool_name = "Attention, Step by Step"
     c.CourseLTIAuthenticator.tool_description = "The course's labs in JupyterLab"
     c.JupyterHub.extra_handlers = [(r"/lti/jwks", JwksHandler)]
     tool_key()  # made now, so that the platform finds the keys before the first grade
+    if environment.get("COURSE_LTI_CONTEXT_ID"):
+        link_from_configuration(environment["COURSE_LTI_CONTEXT_ID"].strip())

@@ -4,6 +4,7 @@
 a test or a module that grades gets a copy of its own (`course_copy`, `lab_01_course`).
 """
 
+import os
 import shutil
 from pathlib import Path
 
@@ -16,7 +17,29 @@ from course.coursedir import notebooks, paths
 from course.coursedir.scratch import fill, scratch_course, solution_cells
 
 LAB_01 = "01_softmax"
+# `make quick` leaves out the tests marked slow: those that grade real submissions, train a model
+# or start a server. A test is slow when it uses one of these fixtures (a released course, which
+# nbgrader builds), or lives in one of these files, or is marked so itself.
+SLOW_FIXTURES = {"released_courses", "regenerated"}
+SLOW_FILES = {
+    "tests/course/bench/test_lessons.py",  # runs the lessons' benches
+    "tests/course/coursedir/test_postgres.py",  # a PostgreSQL server
+    "tests/course/grading/test_hostile.py",  # grades hostile submissions in sandboxed kernels
+    "tests/course/grading/test_parallel.py",  # grades classes on several workers
+    "tests/course/grading/test_syscall_filter.py",  # system calls tried in sandboxed kernels
+    "tests/course/grading/test_zygote.py",  # forks kernels from a zygote that imports torch
+    "tests/lessons/test_autograde.py",  # the autograde round trip of every lab
+    "tests/lessons/test_messages.py",  # every catalogued mistake, graded
+}
 NBGRADER_PAGES = Path(nbgrader.__file__).parent / "server_extensions" / "formgrader"
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark slow every test that uses a slow fixture or lives in a slow file."""
+    for item in items:
+        where = item.path.relative_to(paths.ROOT).as_posix()
+        if where in SLOW_FILES or SLOW_FIXTURES & set(item.fixturenames):
+            item.add_marker(pytest.mark.slow)
 
 
 def append_config(root, config_lines):
@@ -107,3 +130,35 @@ def feedback_config():
     bootstrap = NBGRADER_PAGES / "static" / "node_modules" / "bootstrap" / "dist" / "css"
     config.HTMLExporter.extra_template_paths = [str(bootstrap)]
     return config
+
+
+# A skip whose reason starts so is for want of a feature of the Linux kernel, which no install
+# brings; any other skip is for want of something .ci/run installs, and fails the run there.
+KERNEL_FEATURE = "this Linux"
+
+
+def needed_but_skipped(config):
+    """Reports of the tests skipped for want of an install, under COURSE_NO_SKIPS=1 (.ci/run)."""
+    if os.environ.get("COURSE_NO_SKIPS") != "1":
+        return []
+    stats = config.pluginmanager.get_plugin("terminalreporter").stats
+    return [report for report in stats.get("skipped", [])
+            if not skip_reason(report).startswith(KERNEL_FEATURE)]  # fmt: skip
+
+
+def skip_reason(report):
+    """The reason a skipped test's report gives."""
+    return str(report.longrepr[-1]).removeprefix("Skipped: ") if report.longrepr else ""
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session):
+    """A needed test that skipped fails the run."""
+    if needed_but_skipped(session.config) and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    """Name each needed test that skipped, and why."""
+    for report in needed_but_skipped(config):
+        terminalreporter.write_line(f"skipped, and needed: {report.nodeid}: {skip_reason(report)}")

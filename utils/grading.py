@@ -40,12 +40,12 @@ __all__ = [
 
 # Builtins and library functions, bound now: a student's cell that later replaces a builtin or a
 # torch or numpy function does not change what the checks compute.
-_BUILTINS = """AssertionError BaseException Exception ValueError bool callable dict float int
-getattr isinstance issubclass len range repr str tuple type zip"""
+_BUILTINS = """AssertionError BaseException Exception ValueError all bool callable dict float int
+getattr isinstance issubclass len list range repr str tuple type zip"""
 globals().update({name: getattr(builtins, name) for name in _BUILTINS.split()})
 # Only NumPy's C functions (ufuncs) and ndarray methods: its Python wrappers read builtins.
-_NUMPY = """abs asarray count_nonzero float64 inf isfinite isinf isnan logical_and logical_or
-unravel_index where"""
+_NUMPY = """abs asarray count_nonzero float64 inf isfinite isinf isnan logical_and logical_not
+logical_or unravel_index where"""
 _np = types.SimpleNamespace(**{name: getattr(np, name) for name in _NUMPY.split()})
 _Tensor = torch.Tensor
 _TENSOR_METHODS = "detach cpu numpy to is_floating_point is_complex size"
@@ -265,10 +265,15 @@ def _matches(actual, expected, atol, rtol):
         return False
     if actual.dtype == bool or expected.dtype == bool:
         return _all(actual == expected)
+    return _all(_agree(actual, expected, atol, rtol))
+
+
+def _agree(actual, expected, atol, rtol):
+    """Elementwise: within the tolerances, or the same infinity, or NaN in both."""
     both_nan = _np.logical_and(_np.isnan(actual), _np.isnan(expected))
     same_inf = _np.logical_and(_np.isinf(expected), actual == expected)
     close = _close_where_finite(actual, expected, atol, rtol)
-    return _all(_np.logical_or(close, _np.logical_or(both_nan, same_inf)))
+    return _np.logical_or(close, _np.logical_or(both_nan, same_inf))
 
 
 def _close_where_finite(actual, expected, atol, rtol):
@@ -297,19 +302,39 @@ def check_close(actual, expected, name="output", atol=1e-5, rtol=1e-4, hint=None
         if isinstance(wrong, _Tensor) and _matches(got, _values(wrong), atol, rtol):
             _fail(f"{name} is wrong: it looks like you {description}.", hint)
     check_finite(actual, name, hint)
+    _fail(_worst_mismatch(name, got, want, atol, rtol), hint)
+
+
+def _worst_mismatch(name, got, want, atol, rtol):
+    """Describe the element of `got` furthest outside its tolerance, and how many fail."""
     if got.dtype == bool or want.dtype == bool:
         got, want = got.astype(_np.float64), want.astype(_np.float64)
     finite = _np.logical_and(_np.isfinite(got), _np.isfinite(want))
-    difference = _np.where(
-        finite, _np.abs(_np.where(finite, got, 0.0) - _np.where(finite, want, 0.0)), _np.inf
+    got_finite, want_finite = _np.where(finite, got, 0.0), _np.where(finite, want, 0.0)
+    difference = _np.where(finite, _np.abs(got_finite - want_finite), _np.inf)
+    tolerance = atol + rtol * _np.abs(want_finite)
+    failing = _np.logical_not(_agree(got, want, atol, rtol))
+    excess = _np.where(failing, difference - tolerance, -_np.inf)
+    where = _index(excess.argmax(), excess.shape)
+    shown_got, shown_want = _distinct(got[where], want[where])
+    return (
+        f"{name} differs from the expected values at {int(failing.sum())} of {got.size} "
+        f"positions; furthest outside the tolerance, at index {where}: got {shown_got}, "
+        f"expected {shown_want}, a difference of {_show(difference[where])} where "
+        f"{_show(tolerance[where])} is allowed (atol={atol:g}, rtol={rtol:g})"
     )
-    where = _index(difference.argmax(), difference.shape)
-    _fail(
-        f"{name} differs from the expected values: largest difference "
-        f"{_show(difference[where])} at index {where} "
-        f"(got {_show(got[where])}, expected {_show(want[where])})",
-        hint,
-    )
+
+
+def _distinct(got, want):
+    """Format two numbers with as few digits as tell them apart (6 at least, 17 at most)."""
+    for digits in (6, 9, 12, 17):
+        shown = [
+            f"{float(value):.{digits}g}" if _np.isfinite(value) else str(float(value))
+            for value in (got, want)
+        ]
+        if shown[0] != shown[1]:
+            break
+    return shown
 
 
 def _sample(*shape):
@@ -381,21 +406,50 @@ def check_different(first, second, message, hint=None, atol=1e-6):
         _fail(message, hint)
 
 
+def _requirements(match):
+    """`match` as a tuple of requirements, each a tuple of alternative strings."""
+    items = (match,) if isinstance(match, str) else match
+    if not isinstance(items, (tuple, list)) or not items:
+        raise ValueError(f"match must be a string or a tuple of them, got {match!r}")
+    requirements = tuple((item,) if isinstance(item, str) else tuple(item) for item in items)
+    for alternatives in requirements:
+        if not alternatives or not all(isinstance(text, str) for text in alternatives):
+            raise ValueError(f"match must be a string or a tuple of them, got {match!r}")
+    return requirements
+
+
+def _unnamed(message, requirements):
+    """The requirements none of whose alternatives `message` contains (case-insensitive)."""
+    lowered = message.lower()
+    return [
+        alternatives
+        for alternatives in requirements
+        if not [text for text in alternatives if text.lower() in lowered]
+    ]
+
+
 def check_raises(error, function, *args, name=None, match=None, hint=None, **kwargs):
-    """Check that `function(*args, **kwargs)` raises `error` (with `match` in its message)."""
+    """Check that `function(*args, **kwargs)` raises `error` whose message names `match`.
+
+    `match` is a string, or a tuple whose every item the message must contain; an item that is
+    itself a tuple of strings is met by any one of them: ("int32", ("bool", "float")).
+    """
     __tracebackhide__ = True
     if not (isinstance(error, type) and issubclass(error, BaseException)):
         raise ValueError(f"error must be an exception class, got {error!r}")
     if not callable(function):
         raise ValueError(f"function must be callable, got {type(function).__name__}")
+    requirements = () if match is None else _requirements(match)
     name = name or getattr(function, "__name__", "the function")
     try:
         function(*args, **kwargs)
     except error as raised:
-        if match is not None and match.lower() not in str(raised).lower():
+        missing = _unnamed(str(raised), requirements)
+        if missing:
+            wanted = " nor ".join(" or ".join(repr(text) for text in item) for item in missing)
             _fail(
                 f"{name} raised {error.__name__} but its message {str(raised)!r} "
-                f"does not mention {match!r}",
+                f"does not mention {wanted}",
                 hint,
             )
         return

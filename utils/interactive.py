@@ -371,21 +371,23 @@ def divisor_view(exponent) -> tuple[plt.Figure, str]:
     return fig, readout
 
 
-def _heatmap_figure(weights, title, labels) -> Figure:
+def _heatmap_figure(weights, title, labels, row) -> Figure:
     """A heatmap of weights (Lq, Lk), with the same labels on both axes if given."""
     return plots.plot_attention(weights, query_labels=labels, key_labels=labels, titles=title)
 
 
-def _heatmap_update(fig, weights, title, labels) -> None:
-    """New weights and title."""
+def _heatmap_update(fig, weights, title, labels, row) -> None:
+    """New weights and title, and the chosen query's row outlined (when one is chosen)."""
     plots.update_heatmap(fig.axes[0], weights, title)
+    if row is not None:
+        plots.mark_query_row(fig.axes[0], row)
 
 
-def _draw_heatmap(weights, title, labels=None) -> Figure:
-    """The figure of a heatmap of weights (Lq, Lk)."""
-    key = (tuple(weights.shape), None if labels is None else tuple(labels))
+def _draw_heatmap(weights, title, labels=None, row=None) -> Figure:
+    """The figure of a heatmap of weights (Lq, Lk), with query `row` outlined if given."""
+    key = (tuple(weights.shape), None if labels is None else tuple(labels), row is None)
     return _drawn(key, _heatmap_figure, _heatmap_update, weights=weights, title=title,
-                  labels=labels)
+                  labels=labels, row=row)
 
 
 def mask_view(scores, valid_keys, causal) -> tuple[plt.Figure, str]:
@@ -433,7 +435,7 @@ def head_view(weights, head, tokens=None, query=0) -> tuple[plt.Figure, str]:
     head_weights = pick(weights, head, "head")  # (Lq, Lk)
     row = pick(head_weights, query, "query")  # (Lk,)
     names = tokens if tokens is not None else [str(i) for i in range(head_weights.shape[-1])]
-    fig = _draw_heatmap(head_weights, f"head {head}", tokens)
+    fig = _draw_heatmap(head_weights, f"head {head}, query {names[query]!r}", tokens, query)
     shown = " ".join(f"{name} {weight:.2f}" for name, weight in zip(names, row.tolist(),
                                                                      strict=True))
     return fig, f"head {head}, weights of query {names[query]!r}: {shown}"
@@ -602,6 +604,12 @@ def slider(low, high, value, step=1, description=""):
     kind = widgets.FloatSlider if floats else widgets.IntSlider
     return kind(min=low, max=high, value=value, step=step, description=description,
                 continuous_update=False)
+
+
+def word_slider(words, value, description=""):
+    """A slider over `words` that shows the word and gives its index."""
+    return widgets.SelectionSlider(options=[(word, i) for i, word in enumerate(words)],
+                                   value=value, description=description, continuous_update=False)
 
 
 def checkbox(value, description):

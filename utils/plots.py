@@ -12,7 +12,7 @@ from matplotlib.axes import Axes
 from matplotlib.colors import Colormap
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.patches import Circle
+from matplotlib.patches import Circle, Rectangle
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
 from utils import validation
@@ -136,6 +136,21 @@ def update_heatmap(ax, matrix, title=None) -> None:
         text.set_color(_text_color(image.cmap, value, vmin, vmax))
     if title is not None:
         ax.set_title(title)
+
+
+QUERY_ROW_GID = "chosen query"
+
+
+def mark_query_row(ax, row) -> None:
+    """Outline row `row` of the heatmap plot_attention drew on ax (moved there if outlined)."""
+    n_rows, n_columns = ax.images[0].get_array().shape
+    row = validation.index(row, "row", n_rows)
+    marks = [patch for patch in ax.patches if patch.get_gid() == QUERY_ROW_GID]
+    if marks:
+        marks[0].set_y(row - 0.5)
+        return
+    ax.add_patch(Rectangle((-0.5, row - 0.5), n_columns, 1, fill=False, edgecolor="black",
+                           linewidth=2.5, gid=QUERY_ROW_GID, clip_on=False))
 
 
 def plot_attention(

@@ -88,6 +88,9 @@ def _load_jupyter_server_extension(server):
     """Serve Validate (and nbgrader's version check) with the findings of each cell."""
     web_app = server.web_app
     web_app.settings["root_dir"] = server.root_dir
+    # jupyter_server's kernel websockets wait three ping intervals for a pong by default, which
+    # tornado 6.5 refuses with a warning at the first notebook opened: one interval, as tornado's.
+    web_app.settings.setdefault("ws_ping_timeout", web_app.settings.get("ws_ping_interval", 30000))
     routes = [
         (pattern, ValidateWithFindings if handler is ValidateAssignmentHandler else handler)
         for pattern, handler in handlers.default_handlers

@@ -27,8 +27,10 @@ from dataclasses import dataclass
 from course.coursedir.nbgrader_run import nbgrader_environment
 from course.grading.kernels import sandbox, zygote
 
-# A submission still being graded after this long is stopped (each test already has its own
-# limit, c.Execute.timeout: this catches a grader that is stuck outside any test).
+# A submission still being graded after this long is stopped, and reported not graded. Every wait
+# on its kernel already has a deadline (`course.grading.remote.client.Deadline`: 125 s at most
+# with the course's 30 s limit): this catches a grader stuck outside them, and a kernel that
+# keeps nearly each of many tests waiting up to its limit.
 SUBMISSION_LIMIT_SECONDS = 1200
 POLL_SECONDS = 0.5
 LOG_TAIL_LINES = 5

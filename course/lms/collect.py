@@ -6,17 +6,22 @@ are recognised (see ``course.lms.names``). Each student's notebook lands in
 ``submitted/<student>/<assignment>/<assignment>_lab.ipynb`` with a ``timestamp.txt``, and
 ``downloaded/<assignment>/collected.json`` remembers each one's LMS, id and downloaded name, for
 the grades and the feedback that go back.
+
+The export is read without following a link (``course.coursedir.safe_copy``): a link, a FIFO,
+a socket or a device, in the folder or as an entry of a zip, is refused and named, and so is
+what goes beyond the limits of files and bytes.
 """
 
 import io
 import json
+import os
 import shutil
 import zipfile
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path, PurePosixPath
 
-from course.coursedir import gradebook_db, paths
+from course.coursedir import gradebook_db, paths, safe_copy
 from course.lms.names import LMS_NAMES, VALID_STUDENT_ID, parse_download, zip_entry_name
 from course.lms.roster import read_roster, roster_entry, split_name
 
@@ -27,6 +32,8 @@ EXPECTED_NAMES = (
     "lovelaceada_12345_678901_<file>.ipynb, Ada Lovelace_123_assignsubmission_file_<file>.ipynb "
     "or <anything>_<student>_attempt_<YYYY-MM-DD-hh-mm-ss>_<file>.ipynb"
 )
+EXPORT_LIMITS = safe_copy.Limits(files=20_000, total_bytes=2**30, file_bytes=100 * 2**20)
+ZIP_DEPTH = 2  # the class's zip, and one zip per student inside it
 
 
 @dataclass
@@ -53,39 +60,64 @@ def skipped(path):
     return any(part.startswith(".") or part == "__MACOSX" for part in parts)
 
 
-def zip_files(bundle, prefix=""):
-    """The files of a zip, and of the zips of unreadable name inside it (one per student)."""
+def skipped_entry(name, is_folder):
+    """True for a file or folder of the export that `skipped` leaves out."""
+    return skipped(name)
+
+
+def zip_files(bundle, walk, depth=1):
+    """The files of a zip, and of the zips of unreadable name inside it (one per student).
+
+    Entries that are links, FIFOs, sockets or devices, and what goes beyond the limits of
+    `walk`, are refused in it.
+    """
     found = []
     for info in bundle.infolist():
         name = zip_entry_name(info)
         if info.is_dir() or skipped(name):
             continue
+        reason = safe_copy.kind_of(info.external_attr >> 16)
+        if reason:
+            walk.refuse(name, reason)
+            continue
+        if not walk.take(name, info.file_size):
+            continue
         data = bundle.read(info)
         if name.lower().endswith(".zip") and parse_download(name) is None:
-            with zipfile.ZipFile(io.BytesIO(data)) as inner:
-                found.extend(zip_files(inner, prefix))
+            found.extend(inner_zip_files(data, name, walk, depth))
             continue
-        found.append(ExportFile(prefix + name, data, datetime(*info.date_time)))
+        found.append(ExportFile(name, data, datetime(*info.date_time)))
     return found
+
+
+def inner_zip_files(data, name, walk, depth):
+    """The files of the zip `name` found inside another, unless zips nest too deep."""
+    if depth >= ZIP_DEPTH:
+        walk.refuse(name, f"a zip inside {depth} zips")
+        return []
+    with zipfile.ZipFile(io.BytesIO(data)) as inner:
+        return zip_files(inner, walk, depth + 1)
 
 
 def export_files(archive):
-    """Every file of the export in `archive`: zips opened, loose files as they are."""
+    """(every file of the export in `archive`: zips opened, loose files as they are; Copied)."""
+    walk = safe_copy.new_walk(os.getuid(), EXPORT_LIMITS, skipped_entry)
     found = []
-    for path in sorted(p for p in Path(archive).rglob("*") if p.is_file()):
-        relative = path.relative_to(archive).as_posix()
-        if skipped(relative):
-            continue
-        if path.suffix.lower() == ".zip" and parse_download(relative) is None:
-            with zipfile.ZipFile(path) as bundle:
-                found.extend(zip_files(bundle))
+    loose = safe_copy.read_walk(Path(archive).resolve(), walk)  # archive/ may be your own link
+    for relative, (data, mtime) in sorted(loose.items()):
+        if relative.lower().endswith(".zip") and parse_download(relative) is None:
+            with zipfile.ZipFile(io.BytesIO(data)) as bundle:
+                found.extend(zip_files(bundle, walk))
         else:
-            found.append(
-                ExportFile(
-                    relative, path.read_bytes(), datetime.fromtimestamp(path.stat().st_mtime)
-                )
-            )
-    return found
+            found.append(ExportFile(relative, data, datetime.fromtimestamp(mtime)))
+    return found, walk.copied
+
+
+def refusal_line(refusal):
+    """A refused entry of the export, with its student when its name gives one."""
+    download = parse_download(refusal.path)
+    student = f" from student {download.lms_id}" if download else ""
+    return f"{refusal.path}{student}: {refusal.reason}"
 
 
 def is_notebook(download):
@@ -101,7 +133,10 @@ def collect_export(root, assignment):
         return Collected(
             False, f"{assignment}: put the LMS export in downloaded/{assignment}/archive/"
         )
-    files = export_files(archive)
+    try:
+        files, copied = export_files(archive)
+    except ValueError as error:
+        return Collected(False, f"{assignment}: {error}")
     parsed = [(f, parse_download(f.path)) for f in files]
     unreadable = sorted(f.path for f, d in parsed if d is None and f.path.endswith(".ipynb"))
     by_student = {}
@@ -136,6 +171,7 @@ def collect_export(root, assignment):
         if row["student_id"] not in matched_rows
     ]
     report.unreadable = unreadable
+    report.refused = [refusal_line(refusal) for refusal in copied.refused]
     write_manifest(root, assignment, manifest)
     return Collected(report.ok(), report.text(manifest), names)
 
@@ -223,12 +259,15 @@ class Report:
     no_notebook: list = field(default_factory=list)
     bad_ids: list = field(default_factory=list)
     unreadable: list = field(default_factory=list)
+    refused: list = field(default_factory=list)
     not_in_roster: list = field(default_factory=list)
     no_submission: list = field(default_factory=list)
 
     def ok(self):
         """True when every file was collected and every student has one lab notebook."""
-        return not (self.several or self.no_notebook or self.bad_ids or self.unreadable)
+        return not (
+            self.several or self.no_notebook or self.bad_ids or self.unreadable or self.refused
+        )
 
     def text(self, manifest):
         """The summary printed by `make collect`."""
@@ -247,6 +286,7 @@ class Report:
             ("NOT collected, no notebook", self.no_notebook),
             ("NOT collected, not a usable student id", self.bad_ids),
             (f"NOT collected, no student id in the file name ({EXPECTED_NAMES})", self.unreadable),
+            ("NOT collected, refused (only files and folders, within the limits)", self.refused),
             (f"in the export but not in {ROSTER}", self.not_in_roster),
             (f"in {ROSTER} without a submission", self.no_submission),
         ]

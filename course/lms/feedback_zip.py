@@ -12,7 +12,7 @@ from pathlib import Path, PurePosixPath
 import nbformat
 from nbgrader.api import MissingEntry
 
-from course.coursedir import gradebook_db, notebooks, paths
+from course.coursedir import gradebook_db, notebooks, paths, submissions
 from course.grading.preprocessors.feedback import HideHiddenTests
 from course.grading.preprocessors.output_limits import LimitOutputSize
 from course.grading.preprocessors.pages import CleanSubmission
@@ -20,11 +20,13 @@ from course.lms.gradebook_csv import format_score
 from course.lms.names import LMS_NAMES, UPLOAD, Download, moodle_folder
 
 
-def feedback_notebook(autograded_path, grades, assignment):
+def feedback_notebook(autograded_path, grades, assignment, comments=None):
     """The autograded notebook, cleaned and cut as feedback pages are, with the scores on top
-    and the grader's comment on an answer below it.
+    and the grader's comment on each answer below it.
 
-    `grades` are (grade id, score or None when still to grade, maximum, comment) per graded cell.
+    `grades` are (grade id, score or None when still to grade, maximum, comment) per graded cell;
+    `comments` (cell id -> text) adds those on cells that are not graded themselves: a code
+    answer, whose points come from the tests below it.
     """
     nb = notebooks.read(autograded_path)
     for step in (CleanSubmission(), LimitOutputSize(), HideHiddenTests()):
@@ -40,7 +42,8 @@ def feedback_notebook(autograded_path, grades, assignment):
     maximum = sum(top for _, _, top, _ in grades)
     pending = " (written answers still to be graded)" if None in [g[1] for g in grades] else ""
     lines += ["", f"**Total: {format_score(total)} / {maximum:g}**{pending}"]
-    add_comments(nb, {name: comment for name, _, _, comment in grades if comment})
+    on_grades = {name: comment for name, _, _, comment in grades if comment}
+    add_comments(nb, {**(comments or {}), **on_grades})
     nb.cells.insert(0, nbformat.v4.new_markdown_cell("\n".join(lines)))
     return nb
 
@@ -63,7 +66,9 @@ def feedback_entries(student_id, record, root, assignment, grades):
         autograded = paths.autograded(root, student_id, assignment) / lab.name
         if not autograded.exists():
             return []
-        nb = feedback_notebook(autograded, grades, assignment)
+        with gradebook_db.open_gradebook(root) as book:
+            comments = submissions.cell_comments(book, assignment, student_id)
+        nb = feedback_notebook(autograded, grades, assignment, comments)
         name = PurePosixPath(record["download"]).name
         return [(name, nbformat.writes(nb).encode())]
     if record["lms"] == "moodle":
@@ -132,3 +137,4 @@ def cell_grades(assignment, student, root=paths.ROOT):
             )
             for grade in found.grades
         ]
+

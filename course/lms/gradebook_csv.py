@@ -10,12 +10,11 @@ import io
 import re
 from pathlib import Path
 
-from nbgrader.api import MissingEntry
-
-from course.coursedir import gradebook_db, notebooks, paths
+from course.coursedir import gradebook_db, paths, submissions
 from course.lms.collect import read_manifest
 from course.lms.names import LMS_NAMES, UPLOAD, simplify
 
+MOODLE_COMMENTS = "Feedback comments"
 GRADES_HELD_BACK = (
     "  (make grades ... PROVISIONAL=1 fills them now, the answers to grade counted as 0)"
 )
@@ -43,20 +42,33 @@ def parse_record(record):
     return next(csv.reader(io.StringIO(record.rstrip("\r\n"), newline="")), [])
 
 
-def format_record(cells, like):
-    """Cells written as a CSV record in the quoting style and line ending of `like`.
+def field_spans(record):
+    """(start, end) of each field of a CSV record in its text, quotes included."""
+    body = record.rstrip("\r\n")
+    spans, start, quoted = [], 0, False
+    for index, char in enumerate(body):
+        if char == '"':
+            quoted = not quoted
+        elif char == "," and not quoted:
+            spans.append((start, index))
+            start = index + 1
+    return [*spans, (start, len(body))]
 
-    Only a record with a changed cell is written again, and in the style of the LMS's own record
-    rather than csv.writer's defaults, so the file differs from the export in that cell alone.
+
+def with_cells(record, changes):
+    """`record` with the cells in `changes` (index -> value) replaced, every other byte kept.
+
+    A cell the LMS quoted is written quoted, one it left bare is quoted only where CSV needs it,
+    so the file differs from the export in the changed cells alone.
     """
-    ending = like[len(like.rstrip("\r\n")) :]
-    body = like.rstrip("\r\n")
-    quote_all = body.startswith('"') and body.count('","') >= len(parse_record(like)) - 1
-    buffer = io.StringIO()
-    csv.writer(
-        buffer, quoting=csv.QUOTE_ALL if quote_all else csv.QUOTE_MINIMAL, lineterminator=""
-    ).writerow(cells)
-    return buffer.getvalue() + ending
+    spans = field_spans(record)
+    for index in sorted(changes, reverse=True):
+        start, end = spans[index]
+        value = str(changes[index])
+        needs_quotes = record[start:end].startswith('"') or any(c in value for c in ',"\r\n')
+        text = '"' + value.replace('"', '""') + '"' if needs_quotes else value
+        record = record[:start] + text + record[end:]
+    return record
 
 
 def gradebook_format(header):
@@ -99,8 +111,9 @@ def format_score(score):
     return f"{round(score, 2):g}"
 
 
-def fill_gradebook(text, assignment, scores, column="", not_graded=(), held=()):
-    """Put `scores` (LMS id -> score) in the lab's column of an LMS gradebook CSV.
+def fill_gradebook(text, assignment, scores, column="", not_graded=(), held=(), comments=None):
+    """Put `scores` (LMS id -> score) in the lab's column of an LMS gradebook CSV, and into
+    Moodle's "Feedback comments" the grader's `comments` (LMS id -> text) of each student scored.
 
     Returns (new text, LMS name, report lines). Only the lab's cells of matched students change;
     every other cell, the quoting and the line endings are kept. `not_graded` are the LMS ids of
@@ -115,10 +128,13 @@ def fill_gradebook(text, assignment, scores, column="", not_graded=(), held=()):
             "not a Canvas gradebook (columns Student, ID, SIS User ID, ...) nor a Moodle grading "
             "worksheet (columns Identifier, Grade, ...)"
         )
+    comment_index = None
     if lms == "canvas":
         id_index, grade_index = header.index("ID"), canvas_column(header, assignment, column)
     else:
         id_index, grade_index = header.index("Identifier"), header.index("Grade")
+        if MOODLE_COMMENTS in header:
+            comment_index = header.index(MOODLE_COMMENTS)
     out, filled = [records[0]], set()
     unmatched, blank, held_rows = [], [], []
     for record in records[1:]:
@@ -132,9 +148,11 @@ def fill_gradebook(text, assignment, scores, column="", not_graded=(), held=()):
             listing.append(f"{lms_id} ({row_name(lms, header, cells)})")
             out.append(record)
             continue
-        cells[grade_index] = format_score(scores[lms_id])
+        changes = {grade_index: format_score(scores[lms_id])}
+        if comment_index is not None and (comments or {}).get(lms_id):
+            changes[comment_index] = comments[lms_id]
         filled.add(lms_id)
-        out.append(format_record(cells, record))
+        out.append(with_cells(record, changes))
     report = [f'{len(filled)} grades written in column "{header[grade_index]}"']
     if blank:
         report.append("not graded (see make autograde), left blank: " + ", ".join(blank))
@@ -185,12 +203,14 @@ def lms_grades(assignment, lms_gradebook, root=paths.ROOT, column="", provisiona
         return False, f"{assignment}: collect it first (make collect ASSIGNMENT={assignment})"
     if not Path(lms_gradebook).is_file():
         return False, f"{assignment}: no file {lms_gradebook} (the LMS's gradebook CSV)"
-    scores, not_graded, to_grade = lms_scores(assignment, manifest, root)
+    scores, not_graded, to_grade, comments = lms_scores(assignment, manifest, root)
     held = set() if provisional else {manifest[student]["lms_id"] for student in to_grade}
     scores = {lms_id: score for lms_id, score in scores.items() if lms_id not in held}
     text, bom = read_text(lms_gradebook)
     try:
-        filled, name, report = fill_gradebook(text, assignment, scores, column, not_graded, held)
+        filled, name, report = fill_gradebook(
+            text, assignment, scores, column, not_graded, held, comments
+        )
     except ValueError as error:
         return False, f"{assignment}: {lms_gradebook}: {error}"
     path = Path(UPLOAD) / assignment / f"grades_{name.lower()}.csv"
@@ -209,20 +229,19 @@ def lms_grades(assignment, lms_gradebook, root=paths.ROOT, column="", provisiona
 
 
 def lms_scores(assignment, manifest, root=paths.ROOT):
-    """(LMS id -> score if graded, LMS ids not graded, students with answers still to grade)."""
-    notebook = paths.lab_filename(assignment)
-    scores, not_graded, to_grade = {}, set(), []
+    """(LMS id -> score if graded, LMS ids not graded, students with answers still to grade,
+    LMS id -> the grader's comments as one text)."""
+    scores, not_graded, to_grade, comments = {}, set(), [], {}
     with gradebook_db.open_gradebook(root) as book:
         for student, record in sorted(manifest.items()):
-            try:
-                submission = book.find_submission(assignment, student)
-            except MissingEntry:
-                submission = None
-            graded = paths.autograded(root, student, assignment) / notebook
-            if submission is None or not notebooks.executed(graded):
+            state = submissions.find_state(book, assignment, student, root)
+            if state is None or not state.graded:
                 not_graded.add(record["lms_id"])
                 continue
-            scores[record["lms_id"]] = gradebook_db.score_after_penalty(submission)
-            if submission.needs_manual_grade:
+            scores[record["lms_id"]] = state.score
+            comments[record["lms_id"]] = submissions.comments_text(
+                submissions.cell_comments(book, assignment, student)
+            )
+            if state.provisional:
                 to_grade.append(student)
-    return scores, not_graded, to_grade
+    return scores, not_graded, to_grade, comments

@@ -1,13 +1,18 @@
 """LTI 1.3 Assignment and Grade Services: send a lab's grades to the LMS that launched it.
 
-    python -m course.lms.lti grades ASSIGNMENT [--provisional]   what `make lti-grades` runs
-    python -m course.lms.lti jwks                                the course's public key (JWKS)
+    python -m course.lms.lti grades ASSIGNMENT [--provisional] [--replace-final]
+    python -m course.lms.lti jwks          the course's public key (JWKS)
+
+Run from the course folder, with the course's Python: the hub's (on the hub, as the
+instructor) or .venv's (`make lti-grades` runs the same).
 
 The hub (deploy/lti_login.py) records each launch in `lti/launches.json` of the course folder:
-the platform (issuer, client id, deployment id, token URL) and, per student and lab, the
-student's `sub` and the lineitem the launch carried. The course signs its token requests with
-its own key, `lti/tool_key.pem`, made on first use; the hub serves its public half as a JWKS.
-What was sent is kept in `lti/sent/<lab>.json`: a second run sends only what changed.
+the platform (issuer, client id, deployment id, token URL) and, per LMS course, student, lab
+and resource link, the student's `sub` and the lineitem the launch carried. Grades go only to
+lineitems of the LMS course the course is linked to, `lti/lms_course.json`. The course signs its
+token requests with its own key, `lti/tool_key.pem`, made on first use; the hub serves its
+public half as a JWKS. What was sent is kept in `lti/sent/<lab>.json`: a second run sends only
+what changed, and a provisional score never replaces a final one already sent.
 """
 
 import argparse
@@ -19,7 +24,7 @@ import sys
 import time
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -34,13 +39,19 @@ from course.coursedir import gradebook_db, notebooks, paths
 LTI_FOLDER = "lti"
 KEY_FILE = "tool_key.pem"
 LAUNCHES_FILE = "launches.json"
+LMS_COURSE_FILE = "lms_course.json"
 SCORE_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/score"
 ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 SCORE_TYPE = "application/vnd.ims.lis.v1.score+json"
 TIMEOUT = 30
 HELD_BACK = (
     "  not sent, written answers to grade in the formgrader first: {students}\n"
-    "  (make lti-grades ... PROVISIONAL=1 sends them now, marked PendingManual)"
+    "  (--provisional, or PROVISIONAL=1, sends them now, marked PendingManual)"
+)
+FINAL_KEPT = (
+    "  not sent, a final score is already in the LMS, and a provisional one would erase it "
+    "(Moodle keeps no grade for a score that is not FullyGraded): {students}\n"
+    "  (--replace-final, or REPLACE_FINAL=1, sends them anyway)"
 )
 
 
@@ -107,12 +118,20 @@ def jwks(root=paths.ROOT):
 # The platform: token and scores
 
 
-def read_launches(root=paths.ROOT):
-    """The hub's record of launches (see the module's docstring), or None before any."""
-    path = Path(root) / LTI_FOLDER / LAUNCHES_FILE
-    if not path.exists():
-        return None
-    return json.loads(path.read_text())
+def read_record(root, name):
+    """A JSON file the hub writes in lti/ (see the module's docstring), or None before any."""
+    path = Path(root) / LTI_FOLDER / name
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def lab_launches(launches, context_id, assignment):
+    """Each user's latest launch of a lab, with a lineitem, from the LMS course `context_id`."""
+    chosen = {}
+    for user, labs in launches.get("launches", {}).get(context_id, {}).items():
+        links = [link for link in labs.get(assignment, {}).values() if link.get("lineitem")]
+        if links:
+            chosen[user] = max(links, key=lambda link: link["time"])
+    return chosen
 
 
 def client_assertion(platform, key):
@@ -151,9 +170,26 @@ def post(session, url, **kwargs):
     except requests.RequestException as error:
         raise LtiError(f"{url} could not be reached: {error}") from None
     if not answer.ok:
-        text = " ".join(answer.text.split())[:300]
-        raise LtiError(f"{url} answered {answer.status_code} {answer.reason}: {text}")
+        raise LtiError(f"{url} answered {answer.status_code} {answer.reason}{details(answer)}")
     return answer
+
+
+def details(answer):
+    """What an error's body adds to its reason phrase: ": <text>", or "" when nothing.
+
+    Moodle's services answer an error with JSON that repeats the status and reason phrase,
+    and the request; the token endpoint answers with {"error": ...}.
+    """
+    try:
+        body = answer.json()
+    except ValueError:
+        body = None
+    if isinstance(body, dict) and "reason" in body:
+        return ""
+    if isinstance(body, dict) and "error" in body:
+        return f": {body['error']}"
+    text = " ".join(answer.text.split())[:300]
+    return f": {text}" if text else ""
 
 
 def scores_url(lineitem):
@@ -245,6 +281,18 @@ def write_sent(root, assignment, sent):
     partial.replace(path)
 
 
+def plural(count, noun):
+    """`count` and `noun`, in the plural unless one: "1 score", "2 scores"."""
+    return f"{count} {noun}" + ("" if count == 1 else "s")
+
+
+def final_sent(record, lineitem):
+    """True when the score last sent to `lineitem` (per `record`) was final (FullyGraded)."""
+    if not record or record.get("lineitem") != lineitem:
+        return False
+    return record["score"].get("gradingProgress") == "FullyGraded"
+
+
 def unchanged(record, lineitem, body):
     """True when `body` (timestamp aside) already went to `lineitem`."""
     if not record or record.get("lineitem") != lineitem:
@@ -260,37 +308,45 @@ class Outcome:
     sent: list
     unchanged: list
     failed: list  # (student, the platform's answer)
+    final_kept: list  # provisional scores held back: a final one is in the LMS
 
 
-def send_grades(assignment, root=paths.ROOT, provisional=False, session=None):
+def send_grades(assignment, root=paths.ROOT, provisional=False, session=None,
+                replace_final=False):  # fmt: skip
     """Send each graded student's score of a lab to their launch's lineitem; (ok, report)."""
-    launches = read_launches(root)
-    if launches is None:
+    launches, linked = read_record(root, LAUNCHES_FILE), read_record(root, LMS_COURSE_FILE)
+    if launches is None or linked is None:
         return False, f"{assignment}: no LTI launch recorded yet ({LTI_FOLDER}/{LAUNCHES_FILE})"
     grades, not_graded = lab_grades(assignment, root)
     held = [g.student for g in grades if g.pending and not provisional]
     to_send = [g for g in grades if g.student not in held]
-    launched = {user: labs[assignment] for user, labs in launches.get("launches", {}).items()
-                if labs.get(assignment, {}).get("lineitem")}  # fmt: skip
+    launched = lab_launches(launches, linked["id"], assignment)
     never = [g.student for g in to_send if g.student not in launched]
-    outcome = deliver(assignment, root, launches["platform"],
-                      [g for g in to_send if g.student in launched], launched, session)  # fmt: skip
+    to_send = [g for g in to_send if g.student in launched]
+    outcome = deliver(assignment, root, launches["platform"], to_send, launched, session,
+                      replace_final)  # fmt: skip
     lines = report(assignment, outcome, never, not_graded, held, grades)
     return not outcome.failed, "\n".join(lines)
 
 
-def deliver(assignment, root, platform, grades, launched, session=None):
-    """Post each grade that changed; record each success at once. An Outcome."""
+def deliver(assignment, root, platform, grades, launched, session=None, replace_final=False):
+    """Post each grade that changed; record each success at once. An Outcome.
+
+    A provisional score for a student whose final score is in the LMS is held back, unless
+    `replace_final`.
+    """
     session = session or requests.Session()
     sent = read_sent(root, assignment)
-    outcome = Outcome([], [], [])
-    timestamp = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    outcome = Outcome([], [], [], [])
+    timestamp = datetime.now(UTC).isoformat(timespec="milliseconds")
     waiting = []
     for grade in grades:
-        launch = launched[grade.student]
+        launch, record = launched[grade.student], sent.get(grade.student)
         body = score_body(launch["sub"], grade, timestamp)
-        if unchanged(sent.get(grade.student), launch["lineitem"], body):
+        if unchanged(record, launch["lineitem"], body):
             outcome.unchanged.append(grade.student)
+        elif grade.pending and final_sent(record, launch["lineitem"]) and not replace_final:
+            outcome.final_kept.append(grade.student)
         else:
             waiting.append((grade.student, launch["lineitem"], body))
     if not waiting:
@@ -317,7 +373,7 @@ def report(assignment, outcome, never, not_graded, held, grades):
     """The lines `make lti-grades` prints."""
     by_student = {g.student: g for g in grades}
     lines = [
-        f"{assignment}: {len(outcome.sent)} scores sent to the LMS, "
+        f"{assignment}: {plural(len(outcome.sent), 'score')} sent to the LMS, "
         f"{len(outcome.unchanged)} unchanged since the last run, {len(outcome.failed)} not sent"
     ]
     for student in outcome.sent:
@@ -335,6 +391,8 @@ def report(assignment, outcome, never, not_graded, held, grades):
         lines.append(f"  not graded (see make autograde): {', '.join(not_graded)}")
     if held:
         lines.append(HELD_BACK.format(students=", ".join(held)))
+    if outcome.final_kept:
+        lines.append(FINAL_KEPT.format(students=", ".join(outcome.final_kept)))
     return lines
 
 
@@ -349,6 +407,11 @@ def main(argv=None):
         action="store_true",
         help="also scores with written answers still to grade (PendingManual)",
     )
+    grades.add_argument(
+        "--replace-final",
+        action="store_true",
+        help="send a provisional score even where a final one is already in the LMS",
+    )
     grades.add_argument("--root", default=str(paths.ROOT), help="course directory")
     keys = commands.add_parser("jwks", help="print the course's public key set")
     keys.add_argument("--root", default=str(paths.ROOT), help="course directory")
@@ -356,7 +419,8 @@ def main(argv=None):
     if args.command == "jwks":
         print(json.dumps(jwks(args.root), indent=1))
         return
-    ok, message = send_grades(args.assignment, Path(args.root), args.provisional)
+    ok, message = send_grades(args.assignment, Path(args.root), args.provisional,
+                              replace_final=args.replace_final)  # fmt: skip
     print(message)
     sys.exit(0 if ok else 1)
 

@@ -2,12 +2,27 @@
 
 Each would have earned points if the test cells ran in the student's kernel; the grader runs
 them in its own process, against the student's names, so the honest check still fails on
-WRONG_SOFTMAX, and the findings list what the cell reached for.
+WRONG_SOFTMAX, and the findings list what the cell reached for. A correct softmax that hides
+the call the lab forbids earns its points: the findings list the call, for the instructor.
 """
 
 from attacks import EXERCISES, NEED_SOFTMAX, SOLUTION, WRONG_SOFTMAX, WRONG_SOFTMAX_FAILS, Attack
 
 GET_IPYTHON = "it calls get_ipython, which reaches the interpreter or files"
+CALLS_SOFTMAX = "line 5: it calls softmax, which this lab forbids"
+EVALUATES_ANNOTATIONS = (
+    "line 8: it uses typing.get_type_hints, which runs code from a string: "
+    "typing.get_type_hints evaluates string annotations"
+)
+HIDES_SOFTMAX_IN_AN_ANNOTATION = """import typing
+
+
+def softmax(scores, dim=-1):
+    def hidden(call: "torch.softmax"):
+        pass
+
+    return typing.get_type_hints(hidden)["call"](scores, dim=dim)
+"""
 BLANKS_TEST_CELLS = """
 def blank_tests(lines):
     text = "".join(lines)
@@ -182,6 +197,16 @@ ATTACKS = [
         code=CRASHES_IN_FUNCTION,
         shows=("TestError: the kernel died while running your code",),
         loses=NEED_SOFTMAX,
+    ),
+    Attack(
+        name="hides_softmax_in_an_annotation",
+        why="a correct softmax that calls torch.softmax, named in a string annotation that "
+        "typing.get_type_hints evaluates",
+        code=HIDES_SOFTMAX_IN_AN_ANNOTATION,
+        # Correct code earns its points, whatever its style; the findings name the hidden call.
+        shows=(CALLS_SOFTMAX, EVALUATES_ANNOTATIONS),
+        loses=(),
+        keeps=EXERCISES,
     ),
     Attack(
         name="crashes_at_top_level",

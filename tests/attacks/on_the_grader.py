@@ -4,7 +4,10 @@ Kernels under the student's control (every cell runs) that answer the grader's r
 softmax with 60 MB of JSON lists, as the agent's reply text or as the comm message itself, that
 display or print tens of megabytes, or that never stop: the grader refuses what is over its
 budget unbuilt, keeps no backlog of messages, stops what runs too long, and only the tests that
-needed that value fail.
+needed that value fail. Kernels that keep the grader waiting (they never let its agent start,
+never reply to a call they have computed, or drop its requests for a test helper, DROPS_PINS)
+are stopped at the deadline of each wait; a correct softmax that takes long on the clock but
+little CPU time, as on a busy machine, earns every point.
 """
 
 from attacks import EXERCISES, NEED_SOFTMAX, SOLUTION, WRONG_SOFTMAX, WRONG_SOFTMAX_FAILS, Attack
@@ -26,10 +29,10 @@ def register_and_wrap(name, listen):
 
 manager.register_target = register_and_wrap
 """
-DISPLAYS_60_MB_OF_LISTS = """
+DISPLAYS_12_MB_OF_LISTS = """
 from IPython.display import publish_display_data
 
-publish_display_data({"application/json": [[]] * 15_000_000})
+publish_display_data({"application/json": [[]] * 3_000_000})
 """
 PRINTS_60_MB_PER_CALL = """
 import sys
@@ -57,11 +60,67 @@ def softmax(scores, dim=-1):
         except BaseException:
             pass
 """
+# The grader's own requests to run code (the agent's start) are silent: this kernel drops them.
+NEVER_LETS_THE_AGENT_START = """
+kernel = get_ipython().kernel
+execute = kernel.shell_handlers["execute_request"]
+
+
+def run_only_the_notebooks_cells(stream, identities, message):
+    if not message["content"].get("silent"):
+        return execute(stream, identities, message)
+
+
+kernel.shell_handlers["execute_request"] = run_only_the_notebooks_cells
+"""
+# It computes the reply to each call of softmax, then sends nothing, not even that it is idle.
+ANSWERS_WITHOUT_REPLYING = """
+kernel = get_ipython().kernel
+answer = kernel.shell_handlers["comm_msg"]
+
+
+def answer_all_but_softmax(stream, identities, message):
+    if '"softmax"' in str(message["content"].get("data")):
+        kernel.session.send = lambda *args, **kwargs: None
+    return answer(stream, identities, message)
+
+
+kernel.shell_handlers["comm_msg"] = answer_all_but_softmax
+"""
+# A lab 04 cell (before the locked cell of lab 04's second in-kernel helper) that drops the
+# grader's requests to pin a test helper, and answers every other request.
+DROPS_PINS = """
+kernel = get_ipython().kernel
+answer = kernel.shell_handlers["comm_msg"]
+
+
+def answer_all_but_pins(stream, identities, message):
+    if '"pin"' not in str(message["content"].get("data")):
+        return answer(stream, identities, message)
+
+
+kernel.shell_handlers["comm_msg"] = answer_all_but_pins
+"""
+# Its first call takes 12 s on the clock (more than twice the 5 s limit of the tests that grade
+# it) but almost no CPU time, as a correct answer may on a busy machine.
+SLOW_ON_THE_CLOCK = """
+import time
+
+slept = []
+
+
+def softmax(scores, dim=-1):
+    if not slept:
+        slept.append(time.sleep(12))
+    return scores.softmax(dim)
+"""
 HUGE_OUTPUT = 'print("x" * 5_000_000)\nfor _ in range(20_000):\n    print("spam")\n' + SOLUTION
 REPLY_TEXT_OF_60_MB = "'{\"value\": [' + '[], ' * 15_000_000 + '[]]}'"
 TOO_MANY_VALUES = "JSON text of more than 100000 values"
-DROPPED = "The autograder dropped an output of this cell: one message was larger than 64 MiB."
+DROPPED = "The autograder dropped outputs of this cell: a message larger than 16 MiB"
 NOT_STOPPED = "TestError: your code did not stop when it was interrupted"
+STOPPED_ANSWERING = "TestError: the kernel stopped answering the grader"
+AGENT_DID_NOT_START = "the grader's agent did not start"
 TOO_LARGE_TO_READ = (
     "what your code returned takes 305 MiB on its way to the grader, which reads at most 64 MiB "
     "from your kernel at a time: is it the value the exercise asks for?"
@@ -70,7 +129,7 @@ TOO_LARGE_TO_READ = (
 # Graded in both courses below: among the replies, and beside the attacks on the machine.
 OVER_THE_MESSAGE_LIMIT = Attack(
     name="prints_over_64_mib",
-    why="prints one message larger than the grader's 64 MiB limit on a message",
+    why="prints one message larger than the grader's 16 MiB limit on an output message",
     code=PRINTS_OVER_64_MIB,
     shows=(DROPPED, WRONG_SOFTMAX_FAILS),
     loses=NEED_SOFTMAX,
@@ -90,9 +149,10 @@ REPLIES = [
         shows=(f"TestError: the grader refused a message from the kernel: {TOO_MANY_VALUES}",),
     ),
     Attack(
-        name="displays_60_mb",
-        why="displays 60 MB of JSON lists in its own cell, beside a right softmax",
-        code=SOLUTION + DISPLAYS_60_MB_OF_LISTS,
+        name="displays_12_mb",
+        why="displays 12 MB of JSON lists in its own cell (under the 16 MiB limit of an output "
+        "message), beside a right softmax",
+        code=SOLUTION + DISPLAYS_12_MB_OF_LISTS,
         shows=(f"The autograder refused a message of this cell ({TOO_MANY_VALUES})",),
         loses=(),
         keeps=EXERCISES,
@@ -131,5 +191,27 @@ BESIDE_THE_MACHINE = [
         code=UNINTERRUPTIBLE,
         shows=(NOT_STOPPED,),
         loses=NEED_SOFTMAX,
+    ),
+    Attack(
+        name="never_lets_the_agent_start",
+        why="drops the grader's silent request to start its agent: the kernel is killed at the "
+        "deadline and asked nothing more, so every test fails",
+        code=SOLUTION + NEVER_LETS_THE_AGENT_START,
+        shows=(STOPPED_ANSWERING, AGENT_DID_NOT_START),
+        loses=EXERCISES,
+        keeps=(),
+    ),
+    Attack(
+        name="answers_without_replying",
+        why="computes softmax for each call, then sends neither the reply nor its idle status",
+        code=SOLUTION + ANSWERS_WITHOUT_REPLYING,
+        shows=(NOT_STOPPED,),
+    ),
+    Attack(
+        name="slow_on_the_clock",
+        why="a correct softmax whose first call takes 12 s on the clock but little CPU time",
+        code=SLOW_ON_THE_CLOCK,
+        loses=(),
+        keeps=EXERCISES,
     ),
 ]

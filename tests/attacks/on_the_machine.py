@@ -91,6 +91,22 @@ except MemoryError:
     print("memory refused after", len(hoard) // 4, "GiB")
 del hoard
 """
+# System V shared memory: segments filled, detached and kept, which no per-process limit counts.
+HOARDS_SHARED_MEMORY = """
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+libc.shmat.restype = ctypes.c_void_p
+kept = 0
+while kept < 8 * 2**10:
+    segment = libc.shmget(0, ctypes.c_size_t(4 * 2**20), 0o1600)
+    if segment < 0:
+        break
+    address = libc.shmat(segment, None, 0)
+    ctypes.memset(address, 1, 4 * 2**20)
+    libc.shmdt(ctypes.c_void_p(address))
+    kept += 4
+print("shared memory refused after", kept, "MiB")
+"""
 FORK_BOMB = """
 import os, time
 children = 0
@@ -196,6 +212,14 @@ ATTACKS = [
         code=MEMORY_BOMB + WRONG_SOFTMAX,
         loses=NEED_SOFTMAX,
         prints=("memory refused after",),
+        shows=(WRONG_SOFTMAX_FAILS,),
+    ),
+    Attack(
+        name="hoards_shared_memory",
+        why="keeps System V shared memory segments, detached, past any per-process limit",
+        code=HOARDS_SHARED_MEMORY + WRONG_SOFTMAX,
+        loses=NEED_SOFTMAX,
+        prints=("shared memory refused after 16 MiB",),  # sandbox.Limits
         shows=(WRONG_SOFTMAX_FAILS,),
     ),
     Attack(

@@ -28,6 +28,7 @@ DEPLOY = paths.ROOT / "deploy"  # installed for each class by install_deploy, as
 PREFIX = "attn-hub-"
 INSTRUCTOR = "attn-teacher"
 STUDENTS = ("attn-ada", "attn-alan")
+PLANTER = "attn-eve"  # a student who plants links and a FIFO in inbound/, and submits nothing else
 GROUP = "attn-students"
 SERVICE = "course-test"
 COURSE_FILES = ["nbgrader_config.py", "source", "release", "course", "utils"]
@@ -77,7 +78,7 @@ def remove_leftovers():
     """Remove the users, group, hubs and folders of earlier runs of this test."""
     for folder in Path(tempfile.gettempdir()).glob(f"{PREFIX}*"):
         stop_processes_of(folder)
-    for user in (INSTRUCTOR, *STUDENTS):
+    for user in (INSTRUCTOR, *STUDENTS, PLANTER):
         remove_user(user)
     try:
         grp.getgrnam(GROUP)
@@ -92,8 +93,8 @@ def add_users(homes):
     """Create the instructor and the students with homes in `homes`; return their passwords."""
     subprocess.run(["groupadd", GROUP], check=True)
     passwords = {}
-    for user in (INSTRUCTOR, *STUDENTS):
-        groups = ["-G", GROUP] if user in STUDENTS else []
+    for user in (INSTRUCTOR, *STUDENTS, PLANTER):
+        groups = ["-G", GROUP] if user != INSTRUCTOR else []
         command = ["useradd", "-m", "-d", str(homes / user), "-s", "/bin/bash", *groups, user]
         subprocess.run(command, check=True, capture_output=True)
         passwords[user] = secrets.token_urlsafe(12)
@@ -219,8 +220,11 @@ def copy_course(home, owner):
     return folder
 
 
-def run_as(user, command, environment, cwd=None, timeout=600):
-    """Run `command` as the Unix user `user`, with only `environment` (plus HOME and USER)."""
+def run_as(user, command, environment, cwd=None, timeout=600, start_in=None):
+    """Run `command` as the Unix user `user`, with only `environment` (plus HOME and USER).
+
+    `start_in`: a control group (cgroups.Group) to start it in, or None.
+    """
     home = pwd.getpwnam(user).pw_dir
     variables = {"HOME": home, "USER": user, "LOGNAME": user, "LANG": "C.UTF-8", **environment}
     prefix = ["runuser", "-u", user, "--", "env", "-i", *(f"{k}={v}" for k, v in variables.items())]
@@ -230,6 +234,7 @@ def run_as(user, command, environment, cwd=None, timeout=600):
         capture_output=True,
         text=True,
         timeout=timeout,
+        preexec_fn=start_in.join if start_in else None,
     )
 
 

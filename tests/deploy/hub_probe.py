@@ -18,6 +18,8 @@ OPERATIONS = {
     "remove": os.remove,
     "rename": lambda path, target: os.rename(path, target),
     "forge": lambda path, content: forge(path, content),
+    "link": lambda path, target: os.symlink(target, path),
+    "fifo": os.mkfifo,
 }
 
 

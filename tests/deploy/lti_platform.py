@@ -4,12 +4,28 @@ No LMS is reachable from CI. This stand-in plays the messages that Moodle 4.5 se
 as observed on a real Moodle 4.5.6 (mod/lti): the launch's form to the tool's login URL, the OIDC
 authorization (`mod/lti/auth.php`, answering with a form that posts the id_token), its keys
 (`mod/lti/certs.php`), the token endpoint (`mod/lti/token.php`: client credentials with a JWT
-assertion, checked against the tool's JWKS URL) and scores posted to `<lineitem>/scores`, where
-Moodle's lineitem URLs carry `?type_id=N`. As Moodle does, it keeps a score only when
-`gradingProgress` is FullyGraded, rescales it to the activity's maximum, keeps the comment as
-feedback, and refuses a score no newer than the one it holds (409).
+assertion, checked against the tool's JWKS URL) and scores posted to `<lineitem>/scores`.
 
-It is not Moodle: no database, one course, activities and users given in Python.
+What a real Moodle 4.5.6 was seen to do, and the stand-in does too:
+* one site, several courses: a tool registered for the site can be added to any of them, and
+  its launches carry that course as the context (`id` the course's id, `label` its short
+  name, `title` its full name); lineitems are per course;
+* the lineitem URLs carry `?type_id=N`, and a score is taken with or without it;
+* the id_token's `exp` is its `iat` + 60 s; it has no `email` claim unless the tool's privacy
+  settings share the e-mail address (the README's do not);
+* a site administrator launches with the roles Instructor, system Administrator and
+  institution Administrator;
+* `token.php` answers its JSON as `text/html`, and does not check the assertion's `jti` (a
+  replayed assertion gets a token);
+* a score service error has the reason in its status line ("404 Not Found: Grade item 66
+  doesn't exist", "400 Incorrect score received..."), and a JSON body that repeats the status
+  and reason with the request;
+* a score is kept as a grade only when `gradingProgress` is FullyGraded (any other stores an
+  empty grade, erasing one held), rescaled to the activity's maximum, with the comment as
+  feedback; a score no newer than the one held is refused (409), as is a user not enrolled in
+  the lineitem's course (400).
+
+It is not Moodle: no database; courses, activities and users are given in Python.
 """
 
 import html
@@ -31,24 +47,40 @@ NRPS = "https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice"
 LEARNER = "http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"
 INSTRUCTOR = "http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor"
 ADMINISTRATOR = "http://purl.imsglobal.org/vocab/lis/v2/institution/person#Administrator"
+SYSTEM_ADMINISTRATOR = "http://purl.imsglobal.org/vocab/lis/v2/system/person#Administrator"
+SITE_ADMIN_ROLES = [INSTRUCTOR, SYSTEM_ADMINISTRATOR, ADMINISTRATOR]  # a Moodle site admin's
 AGS_SCOPES = [
     "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem",
     "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem.readonly",
     "https://purl.imsglobal.org/spec/lti-ags/scope/result.readonly",
     "https://purl.imsglobal.org/spec/lti-ags/scope/score",
 ]
-COURSE_ID, TYPE_ID = "2", "1"  # Moodle's course id, and the id of the tool's registration
+TYPE_ID = "1"  # the id of the tool's registration for the site: its deployment id
+
+
+@dataclass(frozen=True)
+class Course:
+    """A Moodle course: its id, short name and full name (the launch's context)."""
+
+    id: str
+    label: str
+    title: str
+
+
+ATTN = Course("2", "ATTN", "Attention, Step by Step")
+SANDBOX = Course("3", "SANDBOX", "Sandbox for teachers")
 
 
 @dataclass
 class Activity:
-    """An External tool activity of the course, with its grade item (Moodle's default max 100)."""
+    """An External tool activity of a course, with its grade item (Moodle's default max 100)."""
 
     cmid: str
     item: str
     lab: str
     title: str
     grademax: float = 100.0
+    course: Course = ATTN
 
 
 @dataclass
@@ -69,7 +101,8 @@ class PlatformStandIn:
         self.client_id, self.deployment_id = client_id, deployment_id
         self.key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         self.kid = uuid.uuid4().hex
-        self.people, self.activities = {}, {}
+        self.people, self.activities, self.enrolments = {}, {}, set()
+        self.share_email = False  # the tool's privacy setting "Share launcher's email"
         self.tool = {}  # login_url, redirect_uri, jwks_url
         self.tamper = set()  # expired, forged, audience, nonce, issuer, deployment
         self.token_failure = None  # an HTTP status the token endpoint answers with
@@ -105,9 +138,10 @@ class PlatformStandIn:
         self.tool = {"login_url": login_url, "redirect_uri": redirect_uri, "jwks_url": jwks_url,
                      "public_key": public_key}  # fmt: skip
 
-    def enrol(self, person):
-        """Enrol a person in the course."""
+    def enrol(self, person, course=ATTN):
+        """Enrol a person in a course (the course of test's activities, unless told)."""
         self.people[person.id] = person
+        self.enrolments.add((course.id, person.id))
 
     def add_activity(self, activity):
         """Add an External tool activity."""
@@ -115,8 +149,9 @@ class PlatformStandIn:
 
     def lineitem(self, activity):
         """The lineitem URL Moodle gives for an activity (with its query string)."""
-        base = f"{self.url}/mod/lti/services.php/{COURSE_ID}/lineitems/{activity.item}/lineitem"
-        return f"{base}?type_id={TYPE_ID}"
+        course = activity.course.id
+        return f"{self.url}/mod/lti/services.php/{course}/lineitems/{activity.item}/lineitem" \
+            f"?type_id={TYPE_ID}"  # fmt: skip
 
     def login_url(self, person):
         """Moodle's login, reduced to a cookie naming the user (the stand-in trusts it)."""
@@ -147,8 +182,10 @@ class PlatformStandIn:
 
     def claims(self, person, activity, nonce):
         """The id_token's claims of a resource link launch, as Moodle 4.5 writes them."""
-        now = int(time.time())
+        now, course = int(time.time()), activity.course
+        email = {"email": f"{person.username}@example.edu"} if self.share_email else {}
         return {
+            **email,
             "nonce": nonce,
             "iat": now,
             "exp": now + 60,
@@ -163,9 +200,9 @@ class PlatformStandIn:
             },
             LTI + "roles": person.roles,
             LTI + "context": {
-                "id": COURSE_ID,
-                "label": "ATTN",
-                "title": "Attention, Step by Step",
+                "id": course.id,
+                "label": course.label,
+                "title": course.title,
                 "type": ["CourseSection"],
             },
             LTI + "message_type": "LtiResourceLinkRequest",
@@ -177,7 +214,7 @@ class PlatformStandIn:
             LTI + "launch_presentation": {
                 "locale": "en",
                 "document_target": "window",
-                "return_url": f"{self.url}/mod/lti/return.php?course={COURSE_ID}",
+                "return_url": f"{self.url}/mod/lti/return.php?course={course.id}",
             },
             LTI + "ext": {"user_username": person.username, "lms": "moodle-2"},
             LTI + "tool_platform": {
@@ -191,17 +228,16 @@ class PlatformStandIn:
             "given_name": person.first,
             "family_name": person.last,
             "name": f"{person.first} {person.last}",
-            "email": f"{person.username}@example.edu",
             LTI + "custom": {"uname": person.username, "lab": activity.lab},
             AGS: {
                 "scope": AGS_SCOPES,
-                "lineitems": f"{self.url}/mod/lti/services.php/{COURSE_ID}/lineitems"
+                "lineitems": f"{self.url}/mod/lti/services.php/{course.id}/lineitems"
                 f"?type_id={TYPE_ID}",
                 "lineitem": self.lineitem(activity),
             },
             NRPS: {
                 "context_memberships_url": f"{self.url}/mod/lti/services.php/CourseSection/"
-                f"{COURSE_ID}/bindings/{TYPE_ID}/memberships",
+                f"{course.id}/bindings/{TYPE_ID}/memberships",
                 "service_versions": ["1.0", "2.0"],
             },
         }
@@ -246,14 +282,16 @@ class PlatformStandIn:
         """Store a score as Moodle's gradebookservices does; (status, reason)."""
         activity = next((a for a in self.activities.values() if a.item == item), None)
         if activity is None:
-            return 404, f"Not Found: Grade item {item} doesn't exist."
+            return 404, f"Not Found: Grade item {item} doesn't exist"
         score = json.loads(body)
         required = {"userId", "timestamp", "gradingProgress", "activityProgress"}
-        if not required <= set(score) or score["userId"] not in self.people:
-            return 400, "Incorrect score received"
+        enrolled = (activity.course.id, score.get("userId")) in self.enrolments
+        if not required <= set(score) or not enrolled:
+            return 400, f"Incorrect score received {' '.join(body.split())}"[:200]
         held = self.grades.get((item, score["userId"]))
         if held and held["timestamp"] >= score["timestamp"]:
-            return 409, f"Refusing score with an earlier timestamp for item {item}"
+            return 409, f"Refusing score with an earlier timestamp for item {item} and user " \
+                f"{score['userId']}"  # fmt: skip
         given = score.get("scoreGiven")
         if score["gradingProgress"] != "FullyGraded":
             given = None
@@ -298,10 +336,12 @@ class StandInHandler(BaseHTTPRequestHandler):
     def log_message(self, *args):
         """Quiet: the test prints what matters."""
 
-    def answer(self, status, body, content_type="text/html; charset=utf-8", headers=()):
-        """Send a response."""
+    def answer(
+        self, status, body, content_type="text/html; charset=utf-8", headers=(), reason=None
+    ):
+        """Send a response, with `reason` in its status line if given."""
         data = body.encode() if isinstance(body, str) else body
-        self.send_response(status)
+        self.send_response(status, reason)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
         for name, value in headers:
@@ -309,9 +349,16 @@ class StandInHandler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def json_answer(self, status, value):
+    def json_answer(self, status, value, content_type="application/json"):
         """Send JSON."""
-        self.answer(status, json.dumps(value), "application/json")
+        self.answer(status, json.dumps(value), content_type)
+
+    def service_error(self, status, reason):
+        """An error of Moodle's LTI services: the reason in the status line and in a JSON body."""
+        content_type = (self.headers.get("Content-Type") or "").split(";")[0]
+        request = {"method": self.command, "url": self.path, "contentType": content_type}
+        body = json.dumps({"status": status, "reason": reason, "request": request}, indent=4)
+        self.answer(status, body, "application/json; charset=utf-8", reason=reason)
 
     def arguments(self):
         """The query's and (for POST) the form's arguments, one value each."""
@@ -388,32 +435,32 @@ class StandInHandler(BaseHTTPRequestHandler):
 
     def token(self, args):
         """mod/lti/token.php: an access token for a valid client assertion."""
-        stand_in = self.stand_in
+        stand_in, as_moodle = self.stand_in, "text/html; charset=utf-8"  # JSON, as text/html
         if stand_in.token_failure:
-            return self.json_answer(stand_in.token_failure, {"error": "stand-in failure"})
+            failure = {"error": "stand-in failure"}
+            return self.json_answer(stand_in.token_failure, failure, as_moodle)
         try:
             stand_in.check_assertion(args)
-        except Exception as error:  # noqa: BLE001 - Moodle answers 400 to any bad assertion
-            return self.json_answer(400, {"error": "invalid_client", "detail": str(error)})
+        except Exception:  # noqa: BLE001 - Moodle answers 400 to any bad assertion
+            return self.json_answer(400, {"error": "invalid_client"}, as_moodle)
         token = secrets.token_hex(16)
         stand_in.tokens.add(token)
         scope = args.get("scope", "")
         self.json_answer(200, {"access_token": token, "token_type": "Bearer",
-                               "expires_in": 3600, "scope": scope})  # fmt: skip
+                               "expires_in": 3600, "scope": scope}, as_moodle)  # fmt: skip
 
     def scores(self, path):
         """<lineitem>/scores: store a score posted with a valid bearer token."""
         stand_in = self.stand_in
         token = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
         if token not in stand_in.tokens:
-            return self.answer(401, "Unauthorized", "text/plain")
-        query = parse_qs(urlsplit(self.path).query)
-        if query.get("type_id") != [TYPE_ID]:
-            return self.answer(400, "Bad Request: type_id", "text/plain")
+            return self.service_error(401, "Unauthorized")
         item = path.split("/lineitems/")[1].split("/")[0]
         stand_in.received.append({"path": self.path, "score": json.loads(self.body)})
         status, reason = stand_in.take_score(item, self.body)
-        self.answer(status, "" if status == 200 else reason, "text/plain")
+        if status != 200:
+            return self.service_error(status, reason)
+        self.answer(200, "", "application/json")
 
 
 def oidc_query(url):

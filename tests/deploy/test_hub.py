@@ -1,17 +1,18 @@
 """A class on a real JupyterHub (deploy/), end to end, with real Unix users.
 
 JupyterHub and configurable-http-proxy run on loopback with deploy/jupyterhub_config.py; an
-instructor and two students are Unix users who log in through PAM. Through the hub's REST API
+instructor and three students are Unix users who log in through PAM. Through the hub's REST API
 and each user's own server: the instructor releases lab 01 (formgrader), the students fetch it,
 fill it in (one correct, after a blank first submission; one with a catalogued mistake) and
 submit (Assignments), and one of them also puts a submission into the exchange in the other's
-name; the instructor collects (formgrader), autogrades in the sandbox (as the instructor,
-or as root with deploy/grade_as_root.py where the instructor cannot make it) and writes feedback
-(`python -m course.instructor`), releases it (`nbgrader release_feedback`); each student
-fetches their own feedback. Then what a student must not reach, tried on the real paths as that
-student, and the formgrader, over HTTP and in a browser (tests/browser/formgrader_check.py).
-`make test-hub` runs it (as root: it adds Unix users); `pytest -s` prints a summary of each step
-and check.
+name, while a third student's submission is only links to the instructor's source notebook and
+gradebook, and a FIFO; the instructor collects (formgrader), autogrades in the sandbox (as
+the instructor, or as root with deploy/grade_as_root.py where the instructor cannot make it) and
+writes feedback (`python -m course.instructor`), releases it (`nbgrader release_feedback`);
+each student fetches their own feedback. Then what a student must not reach, tried on the real
+paths as that student, and the formgrader, over HTTP and in a browser
+(tests/browser/formgrader_check.py). `make test-hub` runs it (as root: it adds Unix users);
+`pytest -s` prints a summary of each step and check.
 """
 
 import json
@@ -26,21 +27,29 @@ from pathlib import Path
 
 import hub_course as hc
 import nbformat
+import psutil
 import pytest
 import requests
 from catalogue import mistakes
 
 from course.coursedir import paths
 from course.coursedir.scratch import fill, solution_cells
+from course.grading.kernels import cgroups
 
-pytestmark = pytest.mark.skipif(
-    os.environ.get("COURSE_HUB_TEST") != "1",
-    reason="make test-hub runs it: it needs root, configurable-http-proxy and setfacl",
-)
+pytestmark = [
+    pytest.mark.hub,
+    pytest.mark.skipif(
+        os.environ.get("COURSE_HUB_TEST") != "1",
+        reason="make test-hub runs it: it needs root, configurable-http-proxy and setfacl",
+    ),
+]
 LAB = "01_softmax"
 NOTEBOOK = paths.lab_filename(LAB)
 COURSE_ID = "attention-step-by-step"
 ADA, ALAN = hc.STUDENTS  # Ada hands in a blank lab, then the solution; Alan a mistake
+EVE = hc.PLANTER  # Eve hands in links to the instructor's files, and a FIFO
+PLANTED = [(NOTEBOOK, "a symbolic link"), ("gradebook.db", "a symbolic link"),
+           ("answers.ipynb", "a FIFO")]  # fmt: skip
 MISTAKE = next(m for m in mistakes(LAB) if m.name == "softmax_ignores_dim")
 AUTOGRADED, TOTAL = 8.0, 10.0  # lab 01's points: autograded, and with the written answers
 PROBE = Path(__file__).with_name("hub_probe.py")
@@ -86,10 +95,10 @@ class Class:
         self.tokens = {user: self.hub.user_token(user) for user in self.passwords}
         self.servers = {u: hc.Server(self.hub, u, t) for u, t in self.tokens.items()}
 
-    def as_user(self, user, command, cwd=None):
-        """Run `command` as `user`, in the environment their server has."""
+    def as_user(self, user, command, cwd=None, start_in=None):
+        """Run `command` as `user`, in the environment their server has, in group `start_in`."""
         environment = self.settings.user_environment(user)
-        return hc.run_as(user, command, environment, cwd=cwd)
+        return hc.run_as(user, command, environment, cwd=cwd, start_in=start_in)
 
     def instructor(self, *command):
         """Run a command as the instructor in the course folder; it must succeed."""
@@ -140,6 +149,7 @@ def running_class(make_class):
         if the_class is not None:
             the_class.close()
         hc.remove_leftovers()
+        cgroups.undelegate(hc.INSTRUCTOR)  # the group the hub made for the instructor's grading
 
 
 @pytest.fixture(scope="module")
@@ -187,8 +197,23 @@ def forge_for(the_class, forger, victim):
     return the_class.probe(forger, ["forge", str(folder / NOTEBOOK), blank])[0]
 
 
+def plant(the_class):
+    """Eve's submission: links to the instructor's source notebook and gradebook, and a FIFO."""
+    now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S.%f UTC")
+    folder = the_class.exchange / COURSE_ID / "inbound" / f"{EVE}+{LAB}+{now}+planted"
+    targets = {NOTEBOOK: the_class.course / "source" / LAB / NOTEBOOK,
+               "gradebook.db": the_class.course / "gradebook.db"}  # fmt: skip
+    operations = [["forge", str(folder / "timestamp.txt"), now],
+                  *(["link", str(folder / name), str(target)] for name, target in targets.items()),
+                  ["fifo", str(folder / "answers.ipynb")]]  # fmt: skip
+    results = the_class.probe(EVE, *operations)
+    say(f"{EVE} plants links to source/, the gradebook; a FIFO", ", ".join(results))
+    assert results == ["ok"] * len(operations)
+
+
 def submit_work(the_class):
-    """Ada submits a blank lab, then the solution; Alan a catalogued mistake; Alan forges."""
+    """Ada submits a blank lab, then the solution; Alan a catalogued mistake and forges; Eve
+    plants links."""
     answers = solution_cells(LAB)
     hand_in(the_class, ADA, {})
     hand_in(the_class, ADA, answers)
@@ -197,6 +222,7 @@ def submit_work(the_class):
     say(f"{ALAN} fetches, submits {MISTAKE.name}", f"{len(the_class.inbound(ALAN))} in inbound")
     forged = forge_for(the_class, ALAN, ADA)
     say(f"{ALAN} forges a newer submission as {ADA}", f"the exchange takes it: {forged}")
+    plant(the_class)
 
 
 def grade(the_class):
@@ -209,6 +235,9 @@ def grade(the_class):
     refused = [line.split("Not collected: ")[1] for line in answer["log"].splitlines()
                if "Not collected: " in line]  # fmt: skip
     say("", f"| not collected: {'; '.join(refused)}")
+    for line in answer["log"].splitlines():
+        if "refused " in line:
+            say("", "| " + line[line.index("refused ") :])
     graded = autograde(the_class)
     for line in graded.stdout.strip().splitlines():
         say("", f"| {line}")
@@ -226,14 +255,26 @@ def autograde(the_class):
     reason = the_class.instructor(the_class.python, "-c", probe).stdout.strip()
     if not reason:
         say("instructor autogrades (python -m course.instructor)", "sandboxed")
-        return the_class.instructor(the_class.python, "-m", "course.instructor", "autograde", LAB)
+        command = [the_class.python, "-m", "course.instructor", "autograde", LAB]
+        # As from a terminal of the instructor's server: in the group the hub started it in.
+        group = cgroups.delegate(hc.INSTRUCTOR)
+        result = the_class.as_user(hc.INSTRUCTOR, command, cwd=the_class.course, start_in=group)
+        assert graded_but_eve(result), result.stdout[-3000:] + result.stderr[-5000:]
+        return result
     say(f"no sandbox as {hc.INSTRUCTOR}", reason)
     command = [the_class.python, the_class.deploy / "grade_as_root.py", LAB]
     environment = {**os.environ, **the_class.environment}
     result = subprocess.run(command, env=environment, capture_output=True, text=True)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
+    assert graded_but_eve(result), result.stdout[-3000:] + result.stderr[-5000:]
     say("root autogrades (deploy/grade_as_root.py)", "sandboxed, files given back")
     return result
+
+
+def graded_but_eve(result):
+    """True when autograde graded everyone but Eve, whose lab has no notebook left to grade."""
+    not_graded = [line for line in result.stdout.splitlines() if ": not graded, " in line]
+    everyone = result.returncode == 0 and not not_graded
+    return everyone or (result.returncode == 1 and [EVE in line for line in not_graded] == [True])
 
 
 def fetch_feedback(the_class, student):
@@ -250,9 +291,10 @@ def flow(hub_class):
     """The whole cycle of lab 01; returns what each step gave."""
     print(f"\nJupyterHub at {hub_class.hub.url}: {hc.INSTRUCTOR} teaches {ADA} and {ALAN}")
     say("each user logs in on the hub's page (PAM)", "ok")
-    for user in hub_class.passwords:
+    users = [hc.INSTRUCTOR, *hc.STUDENTS]  # Eve needs no server: she works in a terminal
+    for user in users:
         hub_class.hub.start_server(user)
-    say("each user's server starts (as that user)", ", ".join(hub_class.passwords))
+    say("each user's server starts (as that user)", ", ".join(users))
     release(hub_class)
     submit_work(hub_class)
     collect_log, summary = grade(hub_class)
@@ -277,8 +319,39 @@ def test_each_student_gets_their_own_feedback(flow):
     assert MISTAKE.message not in ada
 
 
+def test_the_instructors_grading_limits_each_sandbox_as_a_whole(flow):
+    limits = [line for line in flow["summary"].splitlines() if "sandbox limits:" in line]
+    assert limits and "one cgroup" in limits[0], flow["summary"]  # not rlimits, per process
+    delegated = f"/{cgroups.DELEGATED}/{hc.INSTRUCTOR}"
+    inside = [line for line in server_groups(hc.INSTRUCTOR) if delegated in line]
+    say(f"{hc.INSTRUCTOR}'s server runs in", ", ".join(inside) or "no delegated group")
+    assert inside
+
+
+def server_groups(user):
+    """The lines of /proc/PID/cgroup of `user`'s Jupyter server: its control groups."""
+    for process in psutil.process_iter(["username", "cmdline"]):
+        command = " ".join(process.info["cmdline"] or [])
+        if process.info["username"] == user and "jupyterhub-singleuser" in command:
+            return Path(f"/proc/{process.pid}/cgroup").read_text().splitlines()
+    return []
+
+
 def test_a_submission_made_in_another_students_name_is_not_collected(flow):
     assert f"{ADA}+{LAB}+" in flow["collect_log"] and f"made by {ALAN}" in flow["collect_log"]
+
+
+def test_links_and_a_fifo_planted_in_inbound_are_refused_and_named(flow, hub_class):
+    submitted = hub_class.course / "submitted"
+    for name, what in PLANTED:
+        assert f"refused {name} from student {EVE}: {what}" in flow["collect_log"], name
+    texts = [p.read_bytes() for p in submitted.rglob("*") if p.is_file() and not p.is_symlink()]
+    leaked = [t for t in texts if b"BEGIN SOLUTION" in t or b"BEGIN HIDDEN TESTS" in t]
+    planted = sorted(p.name for p in (submitted / EVE / LAB).iterdir())
+    say(f"{EVE}: her folder of submitted/ holds", ", ".join(planted))
+    say("solution text anywhere in submitted/", f"{len(leaked)} files")
+    assert planted == ["timestamp.txt"] and not leaked
+    assert all((submitted / student / LAB / NOTEBOOK).is_file() for student in hc.STUDENTS)
 
 
 def denied(results):

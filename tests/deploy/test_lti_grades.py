@@ -2,7 +2,9 @@
 
 A gradebook made with nbgrader's API holds lab 01 for four students: Ada graded in full, Alan
 with a written answer still to grade, Bea graded but never launched from the LMS, Cy collected
-but not graded. The launches are recorded as the hub records them (deploy/lti_login.py).
+but not graded. The launches are recorded as the hub records them (deploy/lti_login.py), the
+course linked to the stand-in's course ATTN; a second course on the same site, SANDBOX, has an
+activity of the same lab.
 """
 
 import json
@@ -11,7 +13,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from lti_platform import Activity, Person, PlatformStandIn
+from lti_platform import ATTN, SANDBOX, Activity, Person, PlatformStandIn
 
 from course.coursedir import gradebook_db, paths
 from course.lms import lti
@@ -21,6 +23,7 @@ ADA = Person("3", "ada", "Ada", "Lovelace")
 ALAN = Person("4", "alan", "Alan", "Turing")
 ACTIVITY = Activity("7", "5", LAB, "Lab 01: softmax")
 OTHER = Activity("8", "6", "02_attention", "Lab 02: attention")
+ELSEWHERE = Activity("20", "40", LAB, "Lab 01 (sandbox course)", course=SANDBOX)
 
 
 def add_submission(book, student, auto, written):
@@ -44,18 +47,22 @@ def mark_autograded(root, student):
     nbformat.write(nb, folder / paths.lab_filename(LAB))
 
 
-def record_launches(root, stand_in, launches):
-    """lti/launches.json as the hub writes it: the platform, then each student's launch."""
+def record_launches(root, stand_in, launches, linked=ATTN):
+    """lti/launches.json and lms_course.json as the hub writes them; launches in time order."""
     platform = {k: stand_in.endpoints[k] for k in ("issuer", "client_id", "deployment_id",
                                                    "token_url")}  # fmt: skip
     record = {"platform": platform, "launches": {}}
-    for student, person, activity in launches:
-        record["launches"].setdefault(student, {})[activity.lab] = {
+    for second, (student, person, activity) in enumerate(launches):
+        users = record["launches"].setdefault(activity.course.id, {})
+        users.setdefault(student, {}).setdefault(activity.lab, {})[activity.cmid] = {
             "sub": person.id,
             "lineitem": stand_in.lineitem(activity),
+            "time": f"2026-01-05T10:00:{second:02d}+00:00",
         }
-    path = lti.lti_folder(root) / lti.LAUNCHES_FILE
-    path.write_text(json.dumps(record))
+    folder = lti.lti_folder(root)
+    (folder / lti.LAUNCHES_FILE).write_text(json.dumps(record))
+    course = {"id": linked.id, "label": linked.label, "title": linked.title}
+    (folder / lti.LMS_COURSE_FILE).write_text(json.dumps({**course, "deployment_id": "1"}))
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +92,9 @@ def course(graded_course, tmp_path):
     stand_in = PlatformStandIn().start()
     for person in (ADA, ALAN):
         stand_in.enrol(person)
+        stand_in.enrol(person, SANDBOX)
     stand_in.add_activity(ACTIVITY)
+    stand_in.add_activity(ELSEWHERE)
     public = lti.tool_key(root).public_key()
     stand_in.register_tool("http://127.0.0.1:1/login", "http://127.0.0.1:1/cb", public_key=public)
     record_launches(root, stand_in, [("ada", ADA, ACTIVITY), ("alan", ALAN, ACTIVITY)])
@@ -130,6 +139,7 @@ def test_final_grades_are_sent_once_and_the_rest_is_listed(course):
         "grades): bea" in report
     )
     assert "not graded (see make autograde): cy" in report
+    assert report.startswith(f"{LAB}: 1 score sent to the LMS, 0 unchanged")
     again_ok, again = lti.send_grades(LAB, root)
     print(again)
     assert again_ok and len(stand_in.received) == 1
@@ -180,7 +190,7 @@ def test_a_lineitem_that_no_longer_exists_fails_alone(course):
     print(report)
     assert not ok
     assert "NOT SENT ada (kept for the next run):" in report
-    assert "answered 404 Not Found: Not Found: Grade item 66 doesn't exist." in report
+    assert "answered 404 Not Found: Grade item 66 doesn't exist" in report
     assert stand_in.grade(ACTIVITY, ALAN) is not None  # Alan's went through
     assert "ada" not in lti.read_sent(root, LAB)
 
@@ -188,3 +198,74 @@ def test_a_lineitem_that_no_longer_exists_fails_alone(course):
 def test_without_any_launch_it_says_so(tmp_path):
     ok, report = lti.send_grades(LAB, tmp_path)
     assert not ok and "no LTI launch recorded yet" in report
+
+
+def reopen_written_answer(root, student):
+    """The instructor asks for a written answer to be graded again (as after a regrade)."""
+    with gradebook_db.open_gradebook(root) as book:
+        notebook = paths.lab_filename(LAB).removesuffix(".ipynb")
+        answer = book.find_grade("written", notebook, LAB, student)
+        answer.manual_score, answer.needs_manual_grade = None, True
+        book.db.commit()
+
+
+def test_a_provisional_score_never_replaces_a_final_one_unless_asked(course):
+    root, stand_in = course
+    ok, report = lti.send_grades(LAB, root)
+    assert ok and stand_in.grade(ACTIVITY, ADA)["grade"] == 100.0
+    reopen_written_answer(root, "ada")
+    ok, report = lti.send_grades(LAB, root, provisional=True)
+    print(report)
+    assert ok and "sent ada" not in report
+    assert "a final score is already in the LMS, and a provisional one would erase it" in report
+    assert "(Moodle keeps no grade for a score that is not FullyGraded): ada" in report
+    assert stand_in.grade(ACTIVITY, ADA)["grade"] == 100.0
+    ok, report = lti.send_grades(LAB, root, provisional=True, replace_final=True)
+    print(report)
+    assert ok and "sent ada: 8 / 10, provisional (PendingManual)" in report
+    assert stand_in.grade(ACTIVITY, ADA)["grade"] is None  # what Moodle does with it
+
+
+def test_grades_go_only_to_the_linked_courses_lineitems(course):
+    root, stand_in = course
+    launches = [("ada", ADA, ACTIVITY), ("ada", ADA, ELSEWHERE), ("alan", ALAN, ELSEWHERE)]
+    record_launches(root, stand_in, launches)  # Ada's launch from SANDBOX is her latest
+    ok, report = lti.send_grades(LAB, root, provisional=True)
+    print(report)
+    assert ok and stand_in.grade(ACTIVITY, ADA)["grade"] == 100.0
+    assert stand_in.grade(ELSEWHERE, ADA) is None and stand_in.grade(ELSEWHERE, ALAN) is None
+    assert all("/lineitems/40/" not in r["path"] for r in stand_in.received)
+    assert "never launched 01_softmax from the LMS, or its activity takes no grades): alan" in (
+        report
+    )
+
+
+def test_the_linked_course_changes_where_grades_go(course):
+    root, stand_in = course
+    record_launches(root, stand_in, [("ada", ADA, ACTIVITY), ("ada", ADA, ELSEWHERE)], SANDBOX)
+    ok, report = lti.send_grades(LAB, root)
+    print(report)
+    assert ok and stand_in.grade(ELSEWHERE, ADA)["grade"] == 100.0
+    assert stand_in.grade(ACTIVITY, ADA) is None
+
+
+def test_a_score_is_taken_with_or_without_the_lineitems_type_id(course):
+    root, stand_in = course
+    record_launches(root, stand_in, [("ada", ADA, ACTIVITY)])
+    path = lti.lti_folder(root) / lti.LAUNCHES_FILE
+    record = json.loads(path.read_text())
+    launch = record["launches"][ATTN.id]["ada"][LAB][ACTIVITY.cmid]
+    launch["lineitem"] = launch["lineitem"].split("?")[0]
+    path.write_text(json.dumps(record))
+    ok, report = lti.send_grades(LAB, root)
+    print(report)
+    assert ok and stand_in.received[0]["path"].endswith("/lineitems/5/lineitem/scores")
+    assert stand_in.grade(ACTIVITY, ADA)["grade"] == 100.0
+
+
+def test_a_student_not_enrolled_in_the_lineitems_course_gets_moodles_answer(course):
+    root, stand_in = course
+    stand_in.enrolments.discard((ATTN.id, ADA.id))
+    ok, report = lti.send_grades(LAB, root)
+    print(report)
+    assert not ok and "answered 400 Incorrect score received {" in report

@@ -5,13 +5,21 @@ loopback. Everything else is real: JupyterHub with deploy/jupyterhub_lti_config.
 (ltiauthenticator), configurable-http-proxy, the class's Unix users, nbgrader, the sandboxed
 autograder and the AGS sender (course/lms/lti.py, what `make lti-grades` runs).
 
-In headless Chromium, Ada logs in to the stand-in and opens the lab's activity: the OIDC flow
-takes her into her own server, with lab 01 fetched and open. Alan launches the same way (without
-a browser). Both submit; the instructor collects and autogrades; `lti-grades` holds both scores
-back (written answers to grade), sends them as provisional with PROVISIONAL=1, sends Ada's
-final score once her written answers are graded, and a last run (then the instructor's button,
-/course-lti/grades) sends nothing. Then each bad
-launch is refused with a page that says why, and changes no record.
+The instructor (a Moodle site administrator) opens the course's activities first: that launch
+links the course to the LMS course ATTN and lands on the grades page, which names it; a launch of
+the lab's activity lands on the lab's page of the formgrader. In headless Chromium, Ada logs in
+to the stand-in and opens the lab's activity: the OIDC flow takes her into her own server, with
+lab 01 fetched and open. Alan launches the same way (without a browser). Both submit; the
+instructor collects and autogrades; `python -m course.lms.lti grades`, run as the instructor
+with the hub's Python in a course folder without .venv, holds both scores back (written answers
+to grade), sends them as provisional with --provisional, sends Ada's final score once her
+written answers are graded, and a last run (then the instructor's button, /course-lti/grades)
+sends nothing; once Ada's written answer is reopened, a provisional send keeps her final score.
+Then each bad launch is refused with a page that says why, and changes no record; so is a
+launch of the same lab from another course of the site, SANDBOX. Last, a teacher of the LMS
+course with a Unix account of their own (a teaching assistant) launches the lab: the hub adds
+them to the graders' group (COURSE_LTI_GRADERS_FROM_LMS=1) and sends them to the lab's page of
+the formgrader, in the instructor's server.
 `make test-hub` runs it, as root; `pytest -s` prints each step and what the stand-in received.
 """
 
@@ -20,12 +28,21 @@ import json
 import os
 import re
 import secrets
+import subprocess
 from html.parser import HTMLParser
 
 import hub_course as hc
 import pytest
 import requests
-from lti_platform import ADMINISTRATOR, INSTRUCTOR, Activity, Person, PlatformStandIn
+from lti_platform import (
+    ATTN,
+    INSTRUCTOR,
+    SANDBOX,
+    SITE_ADMIN_ROLES,
+    Activity,
+    Person,
+    PlatformStandIn,
+)
 from test_hub import (
     ADA,
     ALAN,
@@ -42,17 +59,25 @@ from test_hub import (
 
 from course.coursedir.scratch import solution_cells
 
-pytestmark = pytest.mark.skipif(
-    os.environ.get("COURSE_HUB_TEST") != "1",
-    reason="make test-hub runs it: it needs root, configurable-http-proxy and setfacl",
-)
+pytestmark = [
+    pytest.mark.hub,
+    pytest.mark.skipif(
+        os.environ.get("COURSE_HUB_TEST") != "1",
+        reason="make test-hub runs it: it needs root, configurable-http-proxy and setfacl",
+    ),
+]
 PEOPLE = {
     ADA: Person("3", ADA, "Ada", "Lovelace"),
     ALAN: Person("4", ALAN, "Alan", "Turing"),
-    hc.INSTRUCTOR: Person("2", hc.INSTRUCTOR, "Grace", "Hopper", [INSTRUCTOR, ADMINISTRATOR]),
+    hc.INSTRUCTOR: Person("2", hc.INSTRUCTOR, "Grace", "Hopper", SITE_ADMIN_ROLES),
     "attn-ghost": Person("5", "attn-ghost", "No", "Account"),
 }
+TA = "attn-ta"  # a teacher in the LMS, with a Unix account outside the students' group
+PEOPLE |= {
+    TA: Person("9", TA, "Katherine", "Johnson", [INSTRUCTOR]),
+}
 ACTIVITY = Activity("7", "5", LAB, "Lab 01: softmax")
+ELSEWHERE = Activity("20", "40", LAB, "Lab 01 (sandbox course)", course=SANDBOX)
 REFUSED = "This launch from your LMS was refused"
 LTI_GRADES = ["-m", "course.lms.lti", "grades", LAB]
 
@@ -100,10 +125,15 @@ class LtiClass(Class):
         self.stand_in = PlatformStandIn().start()
         for person in PEOPLE.values():
             self.stand_in.enrol(person)
+            self.stand_in.enrol(person, SANDBOX)
         self.stand_in.add_activity(ACTIVITY)
+        self.stand_in.add_activity(ELSEWHERE)
         endpoints = self.stand_in.endpoints
         lti = {f"COURSE_LTI_{k.upper()}": v for k, v in endpoints.items()}
-        environment = {**self.environment, **lti, "JUPYTERHUB_CRYPT_KEY": secrets.token_hex(32)}
+        hc.remove_user(TA)
+        subprocess.run(["useradd", "-M", "-s", "/usr/sbin/nologin", TA], check=True)
+        environment = {**self.environment, **lti, "JUPYTERHUB_CRYPT_KEY": secrets.token_hex(32),
+                       "COURSE_LTI_GRADERS_FROM_LMS": "1"}  # fmt: skip
         self.hub = hc.Hub(self.base / "hub", environment, self.deploy, "jupyterhub_lti_config.py")
         hub = f"{self.hub.url}/hub"
         self.stand_in.register_tool(
@@ -125,13 +155,14 @@ class LtiClass(Class):
         return json.loads((self.course / "lti" / "launches.json").read_text())
 
     def lti_grades(self, *options):
-        """`make lti-grades` as the instructor: (exit status, output)."""
+        """The grades command as the hub's instructor (the hub's Python): (exit status, output)."""
         result = self.as_user(hc.INSTRUCTOR, [self.python, *LTI_GRADES, *options], self.course)
         return result.returncode, result.stdout + result.stderr
 
     def close(self):
-        """Stop the hub and the stand-in."""
+        """Stop the hub and the stand-in; remove the teaching assistant's account."""
         super().close()
+        hc.remove_user(TA)
         if getattr(self, "stand_in", None) is not None:
             self.stand_in.stop()
 
@@ -170,6 +201,8 @@ def flow(lti_class):
     print(f"\nJupyterHub (LTI 1.3) at {lti_class.hub.url}; Moodle 4.5 stand-in at "
           f"{lti_class.stand_in.url}")  # fmt: skip
     release(lti_class)
+    landings = {"link": staff_launch(lti_class, ACTIVITY)}  # links the course: its grades page
+    landings["lab"] = staff_launch(lti_class, ACTIVITY)  # then the lab's page of the formgrader
     url, title = browser_launch(lti_class, PEOPLE[ADA])
     say(f"Chromium: {ADA} launches {LAB} from the stand-in", url.split("?")[0])
     session, answer = launch(lti_class.stand_in, lti_class.hub, PEOPLE[ALAN])
@@ -193,11 +226,24 @@ def flow(lti_class):
     runs["final"] = lti_class.lti_grades("--provisional")
     runs["again"] = lti_class.lti_grades("--provisional")
     runs["button"] = grades_button(lti_class)
+    reopen_written_answers(lti_class, ADA)
+    runs["final kept"] = lti_class.lti_grades("--provisional")
     for name, (status, output) in runs.items():
         say(f"lti-grades ({name})", f"exit {status}")
         for line in output.strip().splitlines():
             say("", f"| {line}")
-    return {"runs": runs, "provisional": received_provisional, "landed": (url, title)}
+    return {"runs": runs, "provisional": received_provisional, "landed": (url, title),
+            "staff": landings}  # fmt: skip
+
+
+def staff_launch(the_class, activity):
+    """The instructor launches an activity; (the hub's redirect, the page it ends on)."""
+    session, answer = launch(the_class.stand_in, the_class.hub, PEOPLE[hc.INSTRUCTOR], activity)
+    assert answer.status_code == 302, answer.text[:2000]
+    landing = answer.headers["Location"]
+    page = session.get(f"{the_class.hub.url}{landing}", timeout=120)
+    say(f"{hc.INSTRUCTOR} launches {activity.title!r}", f"{page.status_code} {page.url}")
+    return landing, page
 
 
 def grades_button(the_class):
@@ -207,6 +253,21 @@ def grades_button(the_class):
     assert page.status_code == 200, page.text[:2000]
     report = re.search(r'<pre id="report">(.*?)</pre>', page.text, re.DOTALL).group(1)
     return (0 if f"{LAB}: sent" in page.text else 1), html.unescape(report)
+
+
+def reopen_written_answers(the_class, student):
+    """The instructor asks for a student's written answers to be graded again."""
+    code = f"""
+from course.coursedir.gradebook_db import open_gradebook
+with open_gradebook() as book:
+    for notebook in book.find_submission({LAB!r}, {student!r}).notebooks:
+        for grade in notebook.grades:
+            if grade.manual_score is not None:
+                grade.manual_score, grade.needs_manual_grade = None, True
+    book.db.commit()
+"""
+    the_class.instructor(the_class.python, "-c", code)
+    say(f"instructor reopens {student}'s written answers", "to grade again")
 
 
 def grade_written_answers(the_class, student):
@@ -229,7 +290,7 @@ def test_the_launch_lands_in_the_students_own_server_with_the_lab_open(flow, lti
     assert url.split("?")[0].endswith(f"/user/{ADA}/lab/tree/{LAB}/{NOTEBOOK}")
     record = lti_class.launches()
     assert record["platform"]["token_url"] == lti_class.stand_in.endpoints["token_url"]
-    ada = record["launches"][ADA][LAB]
+    ada = record["launches"][ATTN.id][ADA][LAB][ACTIVITY.cmid]
     assert ada["sub"] == PEOPLE[ADA].id
     assert ada["lineitem"] == lti_class.stand_in.lineitem(ACTIVITY)
     state = lti_class.hub.api("GET", f"/users/{ADA}")["auth_state"]
@@ -249,6 +310,9 @@ def test_grades_go_back_provisional_then_final_and_once(flow, lti_class):
     assert final[0] == 0 and f"sent {ADA}: 10 / 10, final (FullyGraded)" in final[1]
     assert again[0] == 0 and "0 scores sent to the LMS, 2 unchanged" in again[1]
     assert runs["button"] == again
+    kept = runs["final kept"]
+    assert kept[0] == 0 and "a provisional one would erase it" in kept[1]
+    assert f"not FullyGraded): {ADA}" in kept[1]
     ada, alan = (stand_in.grade(ACTIVITY, PEOPLE[name]) for name in (ADA, ALAN))
     print("\n  what the stand-in received (scores posted):")
     for received in stand_in.received:
@@ -305,3 +369,43 @@ def test_a_learner_cannot_launch_into_the_instructors_account(flow, lti_class):
     _, answer = launch(lti_class.stand_in, lti_class.hub, impostor)
     say("launch: a Learner named as the instructor", str(answer.status_code))
     assert answer.status_code == 403 and "cannot open the instructor's account" in page_text(answer)
+
+
+def test_the_instructors_launches_land_on_pages_that_exist(flow, lti_class):
+    (link_url, link_page), (lab_url, lab_page) = flow["staff"]["link"], flow["staff"]["lab"]
+    assert link_url.endswith("%2Fcourse-lti%2Fgrades") and link_page.status_code == 200
+    assert 'linked to the LMS course "Attention, Step by Step" (ATTN, id 2)' in page_text(link_page)
+    assert lab_url.endswith(f"%2Fformgrader%2Fmanage_submissions%2F{LAB}")
+    assert lab_page.status_code == 200 and lab_page.url.endswith(f"manage_submissions/{LAB}")
+    linked = json.loads((lti_class.course / "lti" / "lms_course.json").read_text())
+    assert linked["id"] == ATTN.id and linked["linked_by"] == hc.INSTRUCTOR
+
+
+def test_the_grades_command_runs_as_the_hubs_instructor_without_a_venv(flow, lti_class):
+    assert not (lti_class.course / ".venv").exists()
+    assert all(status == 0 for status, _ in flow["runs"].values())
+
+
+def test_a_launch_from_another_course_is_refused_and_moves_no_grade(flow, lti_class):
+    before = lti_class.launches()
+    session, answer = launch(lti_class.stand_in, lti_class.hub, PEOPLE[ADA], ELSEWHERE)
+    text = page_text(answer)
+    say("launch from SANDBOX", f"{answer.status_code}: {text[text.find(REFUSED) :][:300]}")
+    assert answer.status_code == 403 and text.count(REFUSED) == 1
+    assert '"Attention, Step by Step" (ATTN, id 2)' in text
+    assert '"Sandbox for teachers" (SANDBOX, id 3)' in text
+    assert lti_class.launches() == before
+    status, output = lti_class.lti_grades("--provisional")
+    assert status == 0 and lti_class.stand_in.grade(ELSEWHERE, PEOPLE[ADA]) is None
+
+
+def test_a_teaching_assistant_joins_the_graders_and_lands_in_the_formgrader(flow, lti_class):
+    session, answer = launch(lti_class.stand_in, lti_class.hub, PEOPLE[TA])
+    assert answer.status_code == 302, page_text(answer)[:500]
+    landing = answer.headers["Location"]
+    assert landing == f"/user/{hc.INSTRUCTOR}/formgrader/manage_submissions/{LAB}"
+    page = session.get(f"{lti_class.hub.url}{landing}", timeout=120)
+    say(f"{TA} (a teacher in the LMS) launches the lab", f"{page.status_code} {page.url[:90]}")
+    ends = ("/hub/api/oauth2/authorize", f"/manage_submissions/{LAB}")  # the hub asks them first
+    assert page.status_code == 200 and page.url.split("?")[0].endswith(ends)
+    assert "formgrade-attention-step-by-step" in lti_class.hub.api("GET", f"/users/{TA}")["groups"]

@@ -1,6 +1,8 @@
-"""The rules of deploy/lti_login.py that need no hub: roles, accounts, the lab, the landing."""
+"""The rules of deploy/lti_login.py that need no hub: roles, accounts, the LMS course, the lab,
+the record of launches and where a launch lands."""
 
 import grp
+import json
 import os
 import pwd
 import sys
@@ -64,6 +66,93 @@ def test_a_launch_lands_in_the_users_server_at_the_lab():
     assert lti_login.landing_url("/", "/hub/", "attn-ada", "") == "/hub/spawn/attn-ada"
 
 
+def test_an_instructors_launch_lands_in_the_formgrader_or_on_the_grades_page():
+    def landing(name, lab):
+        return lti_login.landing_url("/", "/hub/", name, lab, "instructor", "teacher")
+
+    assert landing("teacher", "01_softmax") == (
+        "/hub/spawn/teacher?next=%2Fuser%2Fteacher%2Fformgrader%2Fmanage_submissions%2F01_softmax"
+    )
+    assert (
+        landing("teacher", "") == "/hub/spawn/teacher?next=%2Fuser%2Fteacher%2Fcourse-lti%2Fgrades"
+    )
+    assert landing("ta", "01_softmax") == "/user/teacher/formgrader/manage_submissions/01_softmax"
+
+
+ATTN = {"id": "2", "label": "ATTN", "title": "Attention, Step by Step"}
+SANDBOX = {"id": "3", "label": "SANDBOX", "title": "Sandbox for teachers"}
+
+
+def test_a_launch_from_another_lms_course_is_refused_naming_both():
+    linked = {**ATTN, "deployment_id": "1"}
+    problem = lti_login.context_problem(linked, SANDBOX, "1", "student")
+    assert '"Attention, Step by Step" (ATTN, id 2)' in problem
+    assert '"Sandbox for teachers" (SANDBOX, id 3)' in problem
+    assert lti_login.context_problem(linked, SANDBOX, "1", "instructor") == problem
+    assert lti_login.context_problem(linked, ATTN, "1", "student") == ""
+    assert "deployment '7'" in lti_login.context_problem(linked, ATTN, "7", "student")
+
+
+def test_only_an_instructor_links_the_course_to_its_lms_course():
+    assert lti_login.context_problem(None, ATTN, "1", "instructor") == ""
+    assert "not linked to an LMS course yet" in lti_login.context_problem(
+        None, ATTN, "1", "student"
+    )
+    assert "no LMS course" in lti_login.context_problem(None, {"id": ""}, "1", "instructor")
+    configured = {"id": "2", "label": "", "title": ""}
+    assert lti_login.context_problem(configured, ATTN, "1", "student") == ""
+    assert "(SANDBOX, id 3)" in lti_login.context_problem(configured, SANDBOX, "1", "student")
+    assert lti_login.course_name(configured) == "id 2"
+
+
+@pytest.fixture
+def private_folder(tmp_path, monkeypatch):
+    """<course>/lti/ in a temporary folder, owned by whoever runs the tests."""
+    me = pwd.getpwuid(os.getuid()).pw_name
+    monkeypatch.setattr(lti_login.class_settings, "INSTRUCTOR", me)
+    monkeypatch.setattr(lti_login, "lti_folder", lambda: tmp_path)
+    return tmp_path
+
+
+def launch_claims(user, course, link, lineitem):
+    """The claims of a launch that matter to the record."""
+    return {
+        "sub": user,
+        CLAIM + "context": course,
+        CLAIM + "resource_link": {"id": link},
+        lti_login.AGS_CLAIM: {"lineitem": lineitem},
+    }
+
+
+def test_a_launch_from_another_course_never_replaces_this_courses_lineitem(private_folder):
+    platform = {"issuer": "i", "client_id": "c", "deployment_id": "1", "token_url": "t"}
+    lti_login.record_launch("ada", launch_claims("3", ATTN, "7", "L5"), "01_softmax", platform)
+    lti_login.record_launch("ada", launch_claims("3", SANDBOX, "20", "L40"), "01_softmax", platform)
+    launches = lti_login.read_private("launches.json")["launches"]
+    assert launches["2"]["ada"]["01_softmax"]["7"]["lineitem"] == "L5"
+    assert launches["3"]["ada"]["01_softmax"]["20"]["lineitem"] == "L40"
+    assert oct((private_folder / "launches.json").stat().st_mode & 0o777) == "0o600"
+
+
+def test_the_link_is_made_once_and_completed_after_the_configuration(private_folder):
+    lti_login.link_from_configuration("2")
+    configured = lti_login.read_private(lti_login.LMS_COURSE_FILE)
+    assert configured["linked_by"] == "COURSE_LTI_CONTEXT_ID" and configured["title"] == ""
+    completed = lti_login.link_course(configured, ATTN, "1", "ada")
+    assert completed["title"] == ATTN["title"] and completed["linked_by"] == "COURSE_LTI_CONTEXT_ID"
+    assert lti_login.link_course(completed, ATTN, "1", "teacher") == completed
+    assert lti_login.read_private(lti_login.LMS_COURSE_FILE) == completed
+
+
+def test_a_refusal_gives_its_message_once_under_a_short_heading():
+    error = lti_login.refused(403, "100% wrong.")
+    assert error.reason == "Launch refused"
+    assert error.jupyterhub_message == error.get_message()
+    assert error.jupyterhub_message.startswith(
+        "This launch from your LMS was refused: 100% wrong. Open"
+    )
+
+
 def test_the_platform_settings_are_all_required():
     with pytest.raises(SystemExit) as missing:
         lti_login.platform_settings({"COURSE_LTI_ISSUER": "https://moodle.example"})
@@ -79,3 +168,15 @@ def test_the_served_keys_are_the_ones_the_grades_are_signed_with(tmp_path):
 
     key = lti.tool_key(tmp_path)
     assert lti_login.public_jwks(key) == lti.jwks(tmp_path)
+
+
+def test_the_grades_page_names_the_linked_lms_course(tmp_path):
+    import lti_grades_page
+
+    assert "not linked to an LMS course yet" in lti_grades_page.linked_course(tmp_path)
+    (tmp_path / "lti").mkdir()
+    linked = {**ATTN, "deployment_id": "1", "linked_by": "teacher", "time": "2026-01-05"}
+    (tmp_path / "lti" / lti_login.LMS_COURSE_FILE).write_text(json.dumps(linked))
+    paragraph = lti_grades_page.linked_course(tmp_path)
+    assert "<b>&quot;Attention, Step by Step&quot; (ATTN, id 2)</b>" in paragraph
+    assert "deployment 1, linked\nby teacher on 2026-01-05" in paragraph

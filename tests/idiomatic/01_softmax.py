@@ -94,4 +94,31 @@ def temperature_for_entropy(scores: torch.Tensor, target: float) -> torch.Tensor
     return 1 / (low_beta * high_beta).sqrt()
 ''',
     ),
+    Variant(
+        name="temperature_whose_error_gives_the_value_received",
+        cell="temperature_for_entropy",
+        code='''
+def entropy(weights):
+    """Entropy (..., 1) of each row of weights (..., L), with 0 log 0 = 0."""
+    return -torch.xlogy(weights, weights).sum(dim=-1, keepdim=True)
+
+
+def temperature_for_entropy(scores, target, steps=100):
+    """Temperatures (..., 1): softmax(scores / T) of each row has entropy `target`."""
+    L = scores.shape[-1]
+    if L < 2:
+        raise ValueError(f"need at least 2 scores per row, got {L}")
+    if not 0 < target < math.log(L):
+        raise ValueError(f"expected 0 < H < ln({L}) = {math.log(L):.4f}, got {target}")
+    lo = scores.max(dim=-1, keepdim=True).values - scores.min(dim=-1, keepdim=True).values
+    if (lo == 0).any():
+        raise ValueError("a row of equal scores: its weights are uniform at every temperature")
+    lo, hi = lo * 1e-6, lo * 1e6
+    for _ in range(steps):
+        mid = torch.sqrt(lo * hi)
+        hot = entropy(softmax(scores / mid, dim=-1)) > target
+        lo, hi = torch.where(hot, lo, mid), torch.where(hot, mid, hi)
+    return torch.sqrt(lo * hi)
+''',
+    ),
 ]

@@ -33,4 +33,27 @@ def scaled_dot_product_attention(
     return torch.einsum("...qk,...kd->...qd", weights, values), weights
 ''',
     ),
+    Variant(
+        name="masked_fill_with_an_error_naming_the_kinds_in_words",
+        cell="scaled_dot_product_attention",
+        code='''
+def scaled_dot_product_attention(query, keys, values, mask=None, scale=None):
+    """Attention of query (..., Lq, d_k) on keys (..., Lk, d_k), values (..., Lk, d_v)."""
+    if scale is None:
+        scale = 1.0 / math.sqrt(query.size(-1))
+    scores = torch.matmul(query, keys.transpose(-2, -1)) * scale  # (..., Lq, Lk)
+    if mask is not None:
+        if mask.dtype == torch.bool:
+            scores = scores.masked_fill(mask.logical_not(), float("-inf"))
+        elif mask.is_floating_point():
+            scores = scores + mask
+        else:
+            raise ValueError(
+                "mask must be boolean (True = may attend) or floating point (added to the "
+                f"scores), got {mask.dtype}"
+            )
+    weights = F.softmax(scores, dim=-1)  # (..., Lq, Lk)
+    return torch.matmul(weights, values), weights
+''',
+    ),
 ]

@@ -46,4 +46,33 @@ def multi_hop(scorer, query, keys, values, hops):
     return query, history
 ''',
     ),
+    Variant(
+        name="additive_with_functional_linear_on_the_layers_weights",
+        cell="additive_score",
+        code='''
+import torch.nn.functional as F
+
+
+class AdditiveScore(nn.Module):
+    """Bahdanau's score v^T tanh(W_q q + W_k k + b), the keys' part computed once."""
+
+    def __init__(self, query_dim, key_dim, hidden_dim):
+        super().__init__()
+        self.w_q = nn.Linear(query_dim, hidden_dim, bias=False)
+        self.w_k = nn.Linear(key_dim, hidden_dim)
+        self.v = nn.Linear(hidden_dim, 1, bias=False)
+
+    def precompute(self, keys):
+        """keys (N, Lk, key_dim) -> W_k k + b (N, Lk, H)."""
+        return F.linear(keys, self.w_k.weight, self.w_k.bias)
+
+    def score(self, query, projected_keys):
+        """query (N, query_dim), projected_keys (N, Lk, H) -> scores (N, Lk)."""
+        projected_query = F.linear(query, self.w_q.weight).unsqueeze(1)  # (N, 1, H)
+        return F.linear(torch.tanh(projected_query + projected_keys), self.v.weight).squeeze(-1)
+
+    def forward(self, query, keys):
+        return self.score(query, self.precompute(keys))
+''',
+    ),
 ]

@@ -224,4 +224,130 @@ def train(model: nn.Module, ids: torch.Tensor, steps: int, batch_size: int = 16,
     return history
 ''',
     ),
+    Variant(
+        name="generate_feeding_every_drawn_token_back",
+        cell="generate",
+        code='''
+@torch.no_grad()
+def generate(model, prompts, prompt_mask, n_new, temperature=1.0, top_k=None, seed=0):
+    """n_new tokens (N, n_new) drawn after left-padded prompts (N, P)."""
+    g = torch.Generator().manual_seed(seed)
+    caches = model.empty_caches(prompts.size(0))
+    mask = prompt_mask
+    logits = model(prompts, caches, mask)[:, -1, :]
+    out = []
+    for _ in range(n_new):
+        if temperature == 0:
+            idx_next = torch.argmax(logits, dim=-1, keepdim=True)
+        else:
+            logits = logits / temperature
+            if top_k is not None:
+                v, _ = torch.topk(logits, top_k)
+                logits[logits < v[:, [-1]]] = -float("Inf")
+            probs = F.softmax(logits, dim=-1)
+            idx_next = torch.multinomial(probs, num_samples=1, generator=g)
+        out.append(idx_next)
+        mask = torch.cat((mask, torch.ones_like(idx_next, dtype=torch.bool)), dim=1)
+        logits = model(idx_next, caches, mask)[:, -1, :]
+    return torch.cat(out, dim=1)
+''',
+    ),
+    Variant(
+        name="gpt_with_rope_tables_in_float32_buffers",
+        cell="gpt",
+        code='''
+def rope_tables(head_dim, max_length, base=10000.0):
+    """cos and sin (max_length, head_dim / 2) of RoPE's angles, computed in float32."""
+    inv_freq = 1.0 / (base ** (torch.arange(0, head_dim, 2).float() / head_dim))
+    freqs = torch.outer(torch.arange(max_length).float(), inv_freq)
+    return freqs.cos(), freqs.sin()
+
+
+def rotate(x, cos, sin):
+    """x (N, h, L, head_dim), pairs (2i, 2i + 1) turned by the angles of cos, sin (L, hd / 2)."""
+    x1, x2 = x[..., 0::2], x[..., 1::2]
+    return torch.stack((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1).flatten(-2)
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, d_model, n_heads, n_kv_heads, max_length):
+        super().__init__()
+        if n_heads % n_kv_heads != 0:
+            raise ValueError(f"n_kv_heads={n_kv_heads} must divide n_heads={n_heads}")
+        self.n_heads, self.n_kv_heads = n_heads, n_kv_heads
+        self.head_dim = d_model // n_heads
+        self.w_q = nn.Linear(d_model, d_model)
+        self.w_k = nn.Linear(d_model, n_kv_heads * self.head_dim)
+        self.w_v = nn.Linear(d_model, n_kv_heads * self.head_dim)
+        self.w_o = nn.Linear(d_model, d_model)
+        cos, sin = rope_tables(self.head_dim, max_length)
+        self.register_buffer("cos", cos, persistent=False)
+        self.register_buffer("sin", sin, persistent=False)
+
+    def forward(self, x, cache=None, key_mask=None):
+        bsz, seqlen, _ = x.shape
+        start = cache["keys"].size(2) if cache else 0
+        q = self.w_q(x).view(bsz, seqlen, self.n_heads, self.head_dim).transpose(1, 2)
+        k = self.w_k(x).view(bsz, seqlen, self.n_kv_heads, self.head_dim).transpose(1, 2)
+        v = self.w_v(x).view(bsz, seqlen, self.n_kv_heads, self.head_dim).transpose(1, 2)
+        cos, sin = self.cos[start:start + seqlen], self.sin[start:start + seqlen]
+        q, k = rotate(q, cos, sin), rotate(k, cos, sin)
+        if cache is not None:
+            if cache:
+                k = torch.cat([cache["keys"], k], dim=2)
+                v = torch.cat([cache["values"], v], dim=2)
+            cache["keys"], cache["values"] = k, v
+        n_rep = self.n_heads // self.n_kv_heads
+        k, v = k.repeat_interleave(n_rep, dim=1), v.repeat_interleave(n_rep, dim=1)
+        scores = (q @ k.transpose(-2, -1)) / math.sqrt(self.head_dim)
+        allowed = torch.ones(seqlen, k.size(2), dtype=torch.bool).tril(diagonal=start)
+        if key_mask is not None:
+            allowed = allowed & key_mask[:, None, None, :]
+        probs = F.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)
+        probs = torch.nan_to_num(probs, nan=0.0)
+        out = (probs @ v).transpose(1, 2).contiguous().view(bsz, seqlen, -1)
+        return self.w_o(out)
+
+
+class Block(nn.Module):
+    def __init__(self, d_model, n_heads, n_kv_heads, d_ff, max_length):
+        super().__init__()
+        self.norm1 = nn.LayerNorm(d_model)
+        self.attention = CausalSelfAttention(d_model, n_heads, n_kv_heads, max_length)
+        self.norm2 = nn.LayerNorm(d_model)
+        self.feed_forward = nn.Sequential(
+            nn.Linear(d_model, d_ff), nn.GELU(), nn.Linear(d_ff, d_model)
+        )
+
+    def forward(self, x, cache=None, key_mask=None):
+        x = x + self.attention(self.norm1(x), cache, key_mask)
+        return x + self.feed_forward(self.norm2(x))
+
+
+class GPT(nn.Module):
+    def __init__(self, vocab_size, d_model, n_heads, n_layers, d_ff, max_length,
+                 n_kv_heads=None):
+        super().__init__()
+        self.max_length = max_length
+        self.embed = nn.Embedding(vocab_size, d_model)
+        self.blocks = nn.ModuleList(
+            [Block(d_model, n_heads, n_kv_heads or n_heads, d_ff, max_length)
+             for _ in range(n_layers)]
+        )
+        self.norm = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, vocab_size)
+
+    def empty_caches(self, batch):
+        return [{} for _ in self.blocks]
+
+    def forward(self, tokens, caches=None, key_mask=None):
+        seen = tokens.size(1) + (caches[0]["keys"].size(2) if caches and caches[0] else 0)
+        if seen > self.max_length:
+            raise ValueError(f"{seen} positions exceed max_length={self.max_length}")
+        x = self.embed(tokens)
+        for i, block in enumerate(self.blocks):
+            x = block(x, None if caches is None else caches[i], key_mask)
+        return self.head(self.norm(x))
+''',
+    ),
 ]

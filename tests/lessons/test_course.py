@@ -1,5 +1,6 @@
 """Course checks: sources validate, generated folders are fresh, the release leaks nothing."""
 
+import ast
 import difflib
 import itertools
 import re
@@ -293,6 +294,29 @@ def test_test_cells_compare_only_through_the_grading_checks(assignment):
             grade_id = notebooks.nbgrader_meta(cell)["grade_id"]
             for comparison in UNGUARDED_COMPARISONS:
                 assert comparison not in cell.source, f"{assignment}/{grade_id} uses {comparison}"
+
+
+# The smallest tolerances of a closeness check: what a correct float32 computation still meets,
+# so that a test never asks for a precision (float64 arithmetic, say) the exercise does not state.
+FLOAT32_TOLERANCES = {"atol": 1e-6, "rtol": 1e-5}
+
+
+def tolerances(source):
+    """(keyword, value) of every constant atol or rtol given to a check in `source`."""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call):
+            for keyword in node.keywords:
+                if keyword.arg in FLOAT32_TOLERANCES and isinstance(keyword.value, ast.Constant):
+                    yield keyword.arg, keyword.value.value
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_test_cells_ask_for_no_precision_beyond_float32(assignment):
+    for cell in source_notebook(assignment).cells:
+        if notebooks.is_test(cell):
+            grade_id = notebooks.nbgrader_meta(cell)["grade_id"]
+            for name, value in tolerances(cell.source):
+                assert value >= FLOAT32_TOLERANCES[name], f"{assignment}/{grade_id}: {name}={value}"
 
 
 # The answer stays in the lab: lines of a solution that are long enough to be the answer

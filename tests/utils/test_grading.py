@@ -70,13 +70,22 @@ def test_check_sums_to_one_rejects_a_bad_dim():
         check_sums_to_one(torch.ones(2, 2) / 2, dim=2)
 
 
-def test_check_close_reports_the_largest_difference():
+def test_check_close_reports_the_element_that_failed_with_its_tolerance():
     expected = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
     actual = expected.clone()
     actual[1, 0] = 3.5
     message = failure(check_close, actual, expected, "context", hint="use the values")
-    assert "largest difference 0.5 at index (1, 0) (got 3.5, expected 3)" in message
+    assert "at 1 of 4 positions" in message
+    assert "at index (1, 0): got 3.5, expected 3, a difference of 0.5 where 0.00031" in message
     assert "Hint: use the values" in message
+
+
+def test_check_close_shows_the_failing_element_not_the_largest_difference():
+    expected = torch.tensor([-1.95431015, 1000.0], dtype=torch.float64)
+    actual = torch.tensor([-1.95431, 1000.000005], dtype=torch.float64)  # the second is close
+    message = failure(check_close, actual, expected, "logits", atol=1e-8, rtol=1e-8)
+    assert "at index (0,): got -1.95431, expected -1.95431015" in message
+    assert "(atol=1e-08, rtol=1e-08)" in message
 
 
 def test_check_close_names_a_known_mistake():
@@ -113,6 +122,11 @@ def test_check_raises():
     check_raises(ValueError, reject, 0, match="temperature")
     assert "did not raise ValueError" in failure(check_raises, ValueError, lambda: None, name="f")
     assert "does not mention 'heads'" in failure(check_raises, ValueError, reject, 0, match="heads")
+    check_raises(ValueError, reject, 0, match=("0", ("positive", "negative")))
+    message = failure(check_raises, ValueError, reject, 0, match=("0", ("zero", "sign")))
+    assert "does not mention 'zero' or 'sign'" in message
+    with pytest.raises(ValueError, match="match must be a string or a tuple"):
+        check_raises(ValueError, reject, 0, match=("0", ()))
     assert "raised ZeroDivisionError" in failure(check_raises, ValueError, lambda: 1 / 0)
     with pytest.raises(ValueError, match="exception class"):
         check_raises("ValueError", reject, 0)

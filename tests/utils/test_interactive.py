@@ -15,7 +15,7 @@ from IPython.core.pylabtools import print_figure
 from matplotlib.figure import Figure
 from PIL import Image
 
-from utils import gpt, interactive
+from utils import gpt, interactive, plots
 from utils.transformer import rotate
 
 matplotlib.use("Agg")
@@ -397,6 +397,7 @@ MOVES = [  # (view of one value, start, end, whether the start's figure is kept)
     (lambda n: interactive.mask_view(randn(4, 4), n, True), 2, 0, True),
     (lambda i: interactive.square_view(i, *SQUARES), 0, 2, True),
     (lambda h: interactive.head_view(HEADS, h, ["a", "b", "c", "d"], 1), 0, 2, True),
+    (lambda q: interactive.head_view(HEADS, 1, ["a", "b", "c", "d"], q), 0, 3, True),
     (interactive.rope_decay_view, 2.5, 5.0, True),
     (interactive.rope_decay_view, 4.0, 4.5, False),  # one curve, then two: a new figure
     (lambda b: interactive.online_softmax_view(b, randn(9), randn(9).flip(0), 4), 0, 2, True),
@@ -423,10 +424,12 @@ def test_a_view_keeps_its_figure_and_redraws_only_what_changed():
     with interactive.keeping_figures(drawings):
         first, _ = interactive.head_view(HEADS, 0, query=0)
         (drawing,) = drawings.values()
-        again, readout = interactive.head_view(HEADS, 0, query=2)
-        assert again is first and not drawing.changed and "query '2'" in readout
-        moved, _ = interactive.head_view(HEADS, 1, query=2)
-        assert moved is first and drawing.changed
+        again, readout = interactive.head_view(HEADS, 0, query=0)
+        assert again is first and not drawing.changed
+        moved, readout = interactive.head_view(HEADS, 0, query=2)
+        assert moved is first and drawing.changed and "query '2'" in readout
+        (outline,) = [p for p in first.axes[0].patches if p.get_gid() == plots.QUERY_ROW_GID]
+        assert outline.get_y() == 1.5 and "query '2'" in first.axes[0].get_title()
         other, _ = interactive.head_view(torch.softmax(randn(2, 5, 5), -1), 1)
         assert other is not first  # another shape: a new figure
     assert interactive.head_view(HEADS, 1)[0] is not first  # outside: always a new figure
@@ -458,3 +461,10 @@ def test_a_redraw_over_the_kept_background_equals_a_whole_draw(view, start, end,
     for value in (end, start, end):
         output, _ = live(value=value)
         np.testing.assert_array_equal(png_pixels(output), fully_drawn_pixels(live.picture))
+
+
+def test_the_word_slider_shows_the_word_and_gives_its_index():
+    control = interactive.word_slider(["the", "cat", "sat"], 1, "query word")
+    assert control.value == 1 and control.label == "cat"
+    control.value = 2
+    assert control.label == "sat"

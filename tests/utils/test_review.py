@@ -147,6 +147,29 @@ def frozen(model, x):
 ''',
     "the modules a lab allows": "import math\nimport numpy as np\nfrom torch import nn\n"
     "from torch.nn import functional as F\nx = math.sqrt(np.float32(2.0))\n",
+    "string annotations that name classes": '''
+class Net(nn.Module):
+    def forward(self, x: "torch.Tensor") -> "torch.Tensor":
+        return x
+
+    @classmethod
+    def build(cls) -> "Net":
+        return cls().eval()
+''',
+    "a single dispatch on types": '''
+import functools
+
+
+@functools.singledispatch
+def size(x) -> int:
+    return len(x)
+
+
+@size.register
+def _(x: torch.Tensor) -> int:
+    return x.numel()
+''',
+    "timing with time": "import time\nstart = time.perf_counter()\n",
     "a dataclass and a cache": '''
 from __future__ import annotations
 
@@ -207,6 +230,33 @@ REACHES = {
         "paths = torch.os.listdir('.')\n",
         "line 1: it uses torch.os.listdir, which reaches files, processes or the interpreter",
     ),
+    "every object through a module torch holds": (
+        "objects = torch.cuda.graphs.gc.get_objects()\n",
+        "line 1: it uses torch.cuda.graphs.gc.get_objects, which reaches files, processes or the "
+        "interpreter",
+    ),
+    "a format string that reads a function's globals": (
+        "template = '{0.__init__.__globals__[sys].modules}'\nprint(template.format(f))\n",
+        "line 1: it uses .__globals__ in a format string, which reaches the interpreter's "
+        "internals",
+    ),
+    "a library loaded through torch.classes": (
+        "torch.classes.load_library('ops.so')\n",
+        "line 1: it uses torch.classes.load_library, which reaches files, processes or the "
+        "interpreter",
+    ),
+    "numpy.fromregex": (
+        "rows = np.fromregex('data.txt', r'(\\d+)', [('x', int)])\n",
+        "line 1: it uses numpy.fromregex, which reaches files, processes or the interpreter",
+    ),
+    "torch.save through getattr": (
+        "getattr(torch, 'save')(model, 'model.pt')\n",
+        "line 1: it uses torch.save, which reaches files, processes or the interpreter",
+    ),
+    "changing a module through setattr": (
+        "setattr(torch, 'allclose', lambda *args, **kwargs: True)\n",
+        "line 1: it changes torch.allclose, which every cell shares",
+    ),
     "getattr with a computed name": (
         "def get(x, name):\n    return getattr(x, name)\n",
         "line 2: it calls getattr with a name that is not a plain literal one, which can reach "
@@ -256,7 +306,7 @@ REACHES = {
         "interpreter",
     ),
 }
-REACHING_BUILTINS = ["eval", "exec", "open", "get_ipython", "__import__", "compile", "globals"]
+REACHING_BUILTINS = ["open", "get_ipython", "globals", "breakpoint"]
 
 
 @pytest.mark.parametrize(("source", "finding"), REACHES.values(), ids=REACHES.keys())
@@ -269,6 +319,256 @@ def test_each_builtin_that_reaches_the_interpreter_or_files_has_a_finding(name):
     source = f"def f(text):\n    return {name}(text)\n"
     listed = findings(source, SOFTMAX_LAB, MODULES)
     assert f"line 2: it calls {name}, which reaches the interpreter or files" in listed
+
+
+# Code run from a string or a pickle: each call has its finding, which says what it does.
+TYPE_HINTS = "runs code from a string: typing.get_type_hints evaluates string annotations"
+UNPICKLES = "runs code from a pickle: unpickling calls whatever the pickle names"
+TIMES = "runs code from a string: timeit compiles and runs its stmt and setup strings"
+RUNS_CODE = {
+    "typing.get_type_hints": (
+        "import typing\nhints = typing.get_type_hints(f)\n",
+        f"line 2: it uses typing.get_type_hints, which {TYPE_HINTS}",
+    ),
+    "get_type_hints through getattr": (
+        "import typing\nhints = getattr(typing, 'get_type_hints')(f)\n",
+        f"line 2: it uses typing.get_type_hints, which {TYPE_HINTS}",
+    ),
+    "get_type_hints imported by name": (
+        "from typing import get_type_hints as hints\n",
+        f"line 1: it uses typing.get_type_hints, which {TYPE_HINTS}",
+    ),
+    "typing.ForwardRef": (
+        "import typing\nref = typing.ForwardRef('Net')\n",
+        "line 2: it uses typing.ForwardRef, which runs code from a string: a ForwardRef "
+        "evaluates its string when resolved",
+    ),
+    "inspect.get_annotations(eval_str=True)": (
+        "import inspect\nhints = inspect.get_annotations(f, eval_str=True)\n",
+        "line 2: it calls inspect.get_annotations with eval_str, which runs code from a string: "
+        "eval_str=True evaluates string annotations",
+    ),
+    "inspect.signature with a computed eval_str": (
+        "import inspect\nsignature = inspect.signature(f, eval_str=flag)\n",
+        "line 2: it calls inspect.signature with eval_str, which runs code from a string: "
+        "eval_str=True evaluates string annotations",
+    ),
+    "functools.singledispatch on a string annotation": (
+        "import functools\n\n\n@functools.singledispatch\ndef size(x):\n    return len(x)\n\n\n"
+        "@size.register\ndef _(x: 'torch.Tensor'):\n    return x.numel()\n",
+        "line 4: it uses functools.singledispatch, which runs code from a string: functools "
+        "evaluates the string annotations of what it registers",
+    ),
+    "torch.fx": (
+        "graph_module = torch.fx.symbolic_trace(model)\n",
+        "line 1: it uses torch.fx.symbolic_trace, which runs code from a string: torch.fx writes "
+        "Python source for a graph, whose calls may be named by strings, and compiles it "
+        "(GraphModule, symbolic_trace, recompile)",
+    ),
+    "torch.utils.benchmark.Timer": (
+        "timer = torch.utils.benchmark.Timer(stmt=statement)\n",
+        "line 1: it uses torch.utils.benchmark.Timer, which runs code from a string: the "
+        "benchmark Timer compiles and runs its stmt and setup strings",
+    ),
+    "torch.utils.collect_env.run": (
+        "from torch.utils.collect_env import run\n",
+        "line 1: it uses torch.utils.collect_env.run, which runs code from a string: "
+        "collect_env's run runs a shell command from a string",
+    ),
+    "torch.jit.CompilationUnit": (
+        "unit = torch.jit.CompilationUnit(source)\n",
+        "line 1: it uses torch.jit.CompilationUnit, which runs code from a string: TorchScript "
+        "compiles source from a string",
+    ),
+    "np.load(allow_pickle=True)": (
+        "weights = np.load('weights.npy', allow_pickle=True)\n",
+        "line 1: it calls numpy.load with allow_pickle, which runs code from a pickle: "
+        "allow_pickle=True lets NumPy unpickle object arrays",
+    ),
+    "np.load with allow_pickle by position": (
+        "weights = np.load('weights.npy', None, True)\n",
+        "line 1: it calls numpy.load with allow_pickle, which runs code from a pickle: "
+        "allow_pickle=True lets NumPy unpickle object arrays",
+    ),
+    "torch.load(weights_only=False)": (
+        "state = torch.load('model.pt', weights_only=False)\n",
+        "line 1: it calls torch.load with weights_only, which runs code from a pickle: "
+        "weights_only=False lets torch.load unpickle any object",
+    ),
+    "torch.load with a pickle_module": (
+        "import pickle\nstate = torch.load('model.pt', pickle_module=pickle)\n",
+        "line 2: it calls torch.load with pickle_module, which runs code from a pickle: a "
+        "pickle_module makes torch.load unpickle any object",
+    ),
+    "pickle.loads": (
+        "import pickle\nvalue = pickle.loads(data)\n",
+        f"line 2: it uses pickle.loads, which {UNPICKLES}",
+    ),
+    "pickle through torch": (
+        "value = torch.serialization.pickle.loads(data)\n",
+        f"line 1: it uses torch.serialization.pickle.loads, which {UNPICKLES}",
+    ),
+    "_pickle.Unpickler": (
+        "from _pickle import Unpickler\n",
+        f"line 1: it uses _pickle.Unpickler, which {UNPICKLES}",
+    ),
+    "shelve.open": (
+        "import shelve\nshelf = shelve.open('saved')\n",
+        "line 2: it uses shelve.open, which runs code from a pickle: a shelf unpickles each "
+        "value it reads",
+    ),
+    "marshal.loads": (
+        "import marshal\ncode = marshal.loads(data)\n",
+        "line 2: it uses marshal.loads, which runs code from bytes: marshal makes code objects "
+        "from bytes",
+    ),
+    "timeit.timeit": (
+        "import timeit\nseconds = timeit.timeit('softmax(x)', globals=names)\n",
+        f"line 2: it uses timeit.timeit, which {TIMES}",
+    ),
+    "timeit.Timer imported by name": (
+        "from timeit import Timer\n",
+        f"line 1: it uses timeit.Timer, which {TIMES}",
+    ),
+    "code.InteractiveInterpreter": (
+        "import code\ncode.InteractiveInterpreter(names).runsource(text)\n",
+        "line 2: it uses code.InteractiveInterpreter, which runs code from a string: the code "
+        "module compiles and runs Python source from strings",
+    ),
+    "runpy": (
+        "import runpy\nnames = runpy.run_path('script.py')\n",
+        "line 2: it uses runpy.run_path, which runs code from a string: runpy runs a module or a "
+        "script named by a string",
+    ),
+    "doctest": (
+        "import doctest\ndoctest.run_docstring_examples(f, names)\n",
+        "line 2: it uses doctest.run_docstring_examples, which runs code from a string: doctest "
+        "runs the examples written in docstrings and strings",
+    ),
+    "logging.config.listen": (
+        "import logging.config\nlistener = logging.config.listen(9999)\n",
+        "line 2: it uses logging.config.listen, which runs code from a string: logging.config "
+        "evaluates and imports what a configuration names in strings, and "
+        "logging.config.listen takes one from a socket",
+    ),
+    "numpy.f2py": (
+        "from numpy import f2py\n",
+        "line 1: it uses numpy.f2py, which runs code from a string: numpy.f2py compiles Fortran "
+        "source from strings and loads it",
+    ),
+    "importlib.import_module": (
+        "import importlib\nmodule = importlib.import_module(name)\n",
+        "line 2: it uses importlib.import_module, which reaches code named by a string: "
+        "importlib imports modules named by strings, running their code",
+    ),
+    "pydoc.locate": (
+        "import pydoc\nf = pydoc.locate(name)\n",
+        "line 2: it uses pydoc.locate, which reaches code named by a string: pydoc imports what "
+        "a dotted name in a string names",
+    ),
+    "pkgutil.resolve_name": (
+        "import pkgutil\nf = pkgutil.resolve_name(name)\n",
+        "line 2: it uses pkgutil.resolve_name, which reaches code named by a string: pkgutil "
+        "imports what a dotted name in a string names",
+    ),
+    "operator.attrgetter with a computed name": (
+        "import operator\nf = operator.attrgetter(name)(torch)\n",
+        "line 2: it calls operator.attrgetter with a name that is not a plain literal one, "
+        "which can reach anything",
+    ),
+    "eval": (
+        "def f(text):\n    return eval(text)\n",
+        "line 2: it calls eval, which runs code from a string: eval evaluates an expression "
+        "written in a string",
+    ),
+    "exec": (
+        "def f(text):\n    exec(text)\n",
+        "line 2: it calls exec, which runs code from a string: exec runs statements written in "
+        "a string",
+    ),
+    "compile": (
+        "def f(text):\n    return compile(text, 'cell', 'exec')\n",
+        "line 2: it calls compile, which runs code from a string: compile makes code from a "
+        "string, for eval and exec to run",
+    ),
+    "__import__": (
+        "def f(name):\n    return __import__(name)\n",
+        "line 2: it calls __import__, which reaches code named by a string: __import__ imports "
+        "a module named by a string, running its code",
+    ),
+}
+
+
+@pytest.mark.parametrize(("source", "finding"), RUNS_CODE.values(), ids=RUNS_CODE.keys())
+def test_each_call_that_runs_code_from_a_string_or_a_pickle_has_its_finding(source, finding):
+    assert finding in findings(source, SOFTMAX_LAB, MODULES)
+
+
+# A string that runs as code is read as code: the call it hides is listed, at its line.
+HIDDEN_IN_STRINGS = {
+    "a string annotation evaluated by get_type_hints": '''import typing
+
+
+def softmax(scores, dim=-1):
+    def hidden(call: "torch.softmax"):
+        pass
+
+    return typing.get_type_hints(hidden)["call"](scores, dim=dim)
+''',
+    "a string inside an annotation": '''
+
+
+def softmax(scores, dim=-1):
+    def hidden(call: typing.Optional["F.softmax"]) -> None:
+        pass
+''',
+    "eval": "\n\n\n\nprobabilities = eval('torch.softmax(scores, -1)')\n",
+    "exec of several lines": "\n\nexec('''\nx = 1\ny = torch.softmax(scores, -1)\n''')\n",
+    "timeit": "import timeit\n\n\n\nt = timeit.timeit(stmt='scores.softmax(-1)', number=1)\n",
+    "pydoc.locate": "import pydoc\n\n\n\nf = pydoc.locate('torch.nn.functional.softmax')\n",
+    "operator.attrgetter": "import operator\n\n\n\nf = operator.attrgetter('softmax')(torch)\n",
+    "operator.methodcaller": "import operator\n\n\n\nf = operator.methodcaller('softmax', -1)\n",
+}
+
+
+@pytest.mark.parametrize("source", HIDDEN_IN_STRINGS.values(), ids=HIDDEN_IN_STRINGS.keys())
+def test_a_call_hidden_in_a_string_that_runs_is_listed_at_its_line(source):
+    listed = findings(source, SOFTMAX_LAB, MODULES)
+    assert "line 5: it calls softmax, which this lab forbids" in listed, listed
+
+
+# Loaders that run no pickle: only the finding of their reach into files.
+LOADS_NO_PICKLE = {
+    "np.load without allow_pickle": "weights = np.load('weights.npy')\n",
+    "np.load with allow_pickle=False": "weights = np.load('weights.npy', allow_pickle=False)\n",
+    "np.save with allow_pickle": "np.save('weights.npy', weights, allow_pickle=True)\n",
+    "torch.load": "state = torch.load('model.pt')\n",
+    "torch.load(weights_only=True)": "state = torch.load('model.pt', weights_only=True)\n",
+}
+
+
+@pytest.mark.parametrize("source", LOADS_NO_PICKLE.values(), ids=LOADS_NO_PICKLE.keys())
+def test_a_loader_that_runs_no_pickle_has_only_its_file_finding(source):
+    listed = findings(source, SOFTMAX_LAB, MODULES)
+    assert len(listed) == 1 and "which reaches files, processes or the interpreter" in listed[0]
+
+
+def test_a_long_dotted_name_is_listed_once_by_its_whole_name():
+    source = "module = torch.utils.cpp_extension.load_inline('m', cpp)\n"
+    assert findings(source, SOFTMAX_LAB, MODULES) == [
+        "line 1: it uses torch.utils.cpp_extension.load_inline, which runs code from a string: "
+        "load_inline compiles C++ and CUDA source from strings and loads it"
+    ]
+
+
+def test_code_nested_too_deeply_to_read_is_listed_and_the_rest_still_read():
+    sum_of_ones = " + ".join(["1"] * 1500)
+    source = f"import os\nx = {sum_of_ones}\nimport subprocess\n"
+    assert findings(source, SOFTMAX_LAB, MODULES) == [
+        "line 1: it imports os, which this lab does not use",
+        "line 2: it nests its code too deeply to be read, so what it calls is not listed",
+        "line 3: it imports subprocess, which this lab does not use",
+    ]
 
 
 def test_a_function_the_student_defines_is_not_the_builtin_it_shadows():
@@ -326,7 +626,8 @@ def test_findings_are_in_line_order_without_repeats():
     assert findings(source, SOFTMAX_LAB, MODULES) == [
         "line 2: it imports os, which this lab does not use",
         "line 3: it imports os, which this lab does not use",
-        "line 4: it calls eval, which reaches the interpreter or files",
+        "line 4: it calls eval, which runs code from a string: eval evaluates an expression "
+        "written in a string",
     ]
 
 

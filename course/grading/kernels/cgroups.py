@@ -16,6 +16,13 @@ its own group (as root, or in a subtree delegated to it). There the grading proc
 a leaf of their own (LEAF), as cgroup v2 requires of a group whose children have controllers.
 Elsewhere each sandbox has only its rlimits: `mode()` says which is in force, and why.
 A group is removed when its sandbox ends, every process in it killed first.
+
+A grader that is not root needs a subtree delegated to it: `delegate(user)`, run as root (the
+hub does, as it starts), makes DELEGATED/<user> beneath its own group and gives it to the user.
+The user's processes that start there (the hub starts the instructor's server there) grade in
+it. One that starts elsewhere moves in as it first looks for a hierarchy: on cgroup v1 it may;
+on cgroup v2 only where it may also write the processes of a group above both, which a user
+seldom may, so there the grading must start inside.
 """
 
 import contextlib
@@ -23,6 +30,7 @@ import errno
 import functools
 import itertools
 import os
+import pwd
 import re
 import signal
 import time
@@ -33,6 +41,9 @@ CONTROLLERS = ("memory", "pids", "cpu")
 V1, V2, RLIMITS = "cgroup v1", "cgroup v2", "rlimits"
 LEAF = "course-grader"  # cgroup v2: the grading processes' own group, beside the sandboxes'
 PREFIX = "course-sandbox-"
+DELEGATED = "course-grading"  # beneath it, the group delegated to each user who grades, by name
+# The files of a delegated group that its user writes, besides the folder (cgroup(7)).
+DELEGATED_FILES = ("cgroup.procs", "cgroup.threads", "cgroup.subtree_control", "tasks")
 NAME = re.compile(rf"{PREFIX}(\d+)-\d+")  # PREFIX, the id of the process that made it, a number
 CPU_SHARES = 1024  # v1: every sandbox the same share (the default of any group)
 CPU_WEIGHT = 100  # v2: likewise
@@ -182,9 +193,18 @@ class _ProbeLimits:
 
 
 def _find_hierarchy(mountinfo="/proc/self/mountinfo", membership="/proc/self/cgroup"):
-    """The Mode of the first usable hierarchy: v2 with the controllers, else v1, else RLIMITS."""
+    """The Mode of the first usable hierarchy: v2 with the controllers, else v1, else RLIMITS.
+
+    A process that is not root first moves into the groups delegated to its user, if any.
+    """
     mounts = parse_mountinfo(Path(mountinfo).read_text())
     groups = parse_membership(Path(membership).read_text())
+    if os.geteuid() != 0:
+        try:
+            if _join_delegated(mounts, groups):
+                groups = parse_membership(Path(membership).read_text())
+        except OSError as error:
+            return Mode(RLIMITS, f"cannot join the group delegated to this user: {error}")
     if "" in mounts and "" in groups:
         own = _inside(mounts[""], groups[""])
         available = (own / "cgroup.controllers").read_text().split()
@@ -198,6 +218,84 @@ def _find_hierarchy(mountinfo="/proc/self/mountinfo", membership="/proc/self/cgr
         return Mode(RLIMITS, f"no cgroup v2 or v1 hierarchy with {', '.join(missing)}")
     parents = tuple(_inside(mounts[name], groups[name]) for name in CONTROLLERS)
     return Mode(V1, f"controllers {', '.join(CONTROLLERS)}", parents)
+
+
+def _join_delegated(mounts, groups):
+    """Move this process into each group delegated to its user that it is outside; True if any."""
+    moved = False
+    for name in ("", *CONTROLLERS):
+        if name not in mounts or name not in groups:
+            continue
+        own = _inside(mounts[name], groups[name])
+        delegated = _delegated_folder(own, mounts[name][0])
+        if delegated is None or own.is_relative_to(delegated):
+            continue
+        entry = delegated / LEAF if name == "" else delegated
+        (entry / "cgroup.procs").write_text("0")
+        moved = True
+    return moved
+
+
+def _delegated_folder(own, mount_point):
+    """The group delegated to this process's user beside `own` or an ancestor of it, or None."""
+    uid = os.geteuid()
+    try:
+        user = pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return None
+    for folder in (own, *own.parents):
+        candidate = folder / DELEGATED / user
+        if candidate.is_dir() and candidate.stat().st_uid == uid:
+            return candidate
+        if folder == mount_point:
+            break
+    return None
+
+
+def delegate(user):
+    """As root: make a group for `user` to manage beneath this process's own; a Group to join.
+
+    cgroup v2: DELEGATED/<user> may hand CONTROLLERS down, and its processes start in its LEAF;
+    cgroup v1: DELEGATED/<user> in the hierarchy of each controller. Each folder, and the files
+    of it that move processes or hand controllers down, become the user's. OSError where no
+    hierarchy serves; ValueError for an unknown user.
+    """
+    try:
+        account = pwd.getpwnam(user)
+    except KeyError:
+        message = f"expected the name of a Unix user to delegate a group to, not {user!r}"
+        raise ValueError(message) from None
+    found = mode()
+    if found.kind == RLIMITS:
+        raise OSError(errno.ENOTSUP, f"no control group can be delegated here: {found.reason}")
+    entries = []
+    for parent in found.parents:
+        folder = parent / DELEGATED / user
+        folder.mkdir(parents=True, exist_ok=True)
+        if found.kind == V2:
+            wanted = " ".join(f"+{name}" for name in CONTROLLERS)
+            (folder.parent / "cgroup.subtree_control").write_text(wanted)
+            (folder / LEAF).mkdir(exist_ok=True)
+            _hand_over(folder / LEAF, account)
+        _hand_over(folder, account)
+        entries.append(folder / LEAF if found.kind == V2 else folder)
+    return Group(found.kind, tuple(entries))
+
+
+def undelegate(user):
+    """As root: remove the groups delegated to `user`, once empty, and DELEGATED once empty."""
+    for parent in mode().parents:
+        folder = parent / DELEGATED / user
+        for empty in (folder / LEAF, folder, folder.parent):
+            with contextlib.suppress(OSError):  # not there, or still holds a group or a process
+                empty.rmdir()
+
+
+def _hand_over(folder, account):
+    """Give the group `folder`, and its DELEGATED_FILES, to the user of `account`."""
+    for path in (folder, *(folder / name for name in DELEGATED_FILES)):
+        if path.exists():
+            os.chown(path, account.pw_uid, account.pw_gid)
 
 
 def parse_mountinfo(text):

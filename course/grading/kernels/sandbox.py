@@ -19,7 +19,9 @@ the kernel as process 1 of its new PID namespace, and reports that process's id.
   (`course.grading.kernels.landlock`);
 * has limits on memory, processes, CPU time, file size and open files, for each process, and
   on memory, processes and CPU share for the sandbox whole, in a control group of its own where
-  the grader can make one (`course.grading.kernels.cgroups`);
+  the grader can make one (`course.grading.kernels.cgroups`). Its IPC namespace has small limits
+  on System V shared memory, message queues and semaphores (Linux's defaults are practically
+  none), and without a control group it may make no anonymous memory file (memfd_create);
 * dies whole: killing it (process 1) kills every process of its namespace, and it is killed when
   the zygote or the grader is gone.
 
@@ -86,6 +88,8 @@ KEPT_ENVIRONMENT = {
 # pivot_root(2) has no glibc wrapper: its system call number, by platform.machine().
 PIVOT_ROOT_NUMBERS = {"x86_64": 155, "aarch64": 41}
 MiB = 1 << 20
+MESSAGE_BYTES, MESSAGE_QUEUE_BYTES = 8192, 16384  # Linux's defaults: System V message queues
+SEMAPHORES_PER_SET = 32
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
@@ -100,6 +104,8 @@ class Limits:
     file_bytes: int = 32 * MiB  # largest file it may write
     open_files: int = 256
     tmp_bytes: int = 64 * MiB  # each of /tmp and the home folder
+    shared_memory_bytes: int = 16 * MiB  # System V shared memory of the sandbox whole
+    ipc_objects: int = 16  # System V segments, and likewise message queues and semaphore sets
     socket_folder_bytes: int = 1 * MiB  # the folder of its connection file and sockets
     socket_folder_files: int = 64
 
@@ -186,6 +192,7 @@ def enter(folder, ipc_dir, limits=Limits(), report=None, group=None):
         Path("/proc/self/setgroups").write_text("deny")
         Path("/proc/self/uid_map").write_text(f"0 {outer_uid} 1")
         Path("/proc/self/gid_map").write_text(f"0 {outer_gid} 1")
+    ipc_limited = _limit_ipc(limits)
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     pid = os.fork()
     if pid:
@@ -200,7 +207,8 @@ def enter(folder, ipc_dir, limits=Limits(), report=None, group=None):
     _drop_privileges(uid, root)
     # Process 1 dies with the process that forked it (set last: a change of user clears it).
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    syscall_filter.install()  # denies calls that the steps above made
+    # denies calls that the steps above made; memfd_create too where no group counts its memory
+    syscall_filter.install(memory_files=group is not None, system_v_ipc=ipc_limited)
     landlock.install(ipc_dir)  # where Linux has Landlock: writes only where the kernel may
 
 
@@ -451,6 +459,36 @@ def _limit(limits):
         (resource.RLIMIT_CORE, 0),
     ]:
         resource.setrlimit(kind, (value, value))
+
+
+def ipc_settings(limits, page_bytes=None):
+    """{file of /proc/sys/kernel: value}: the System V IPC limits of the sandbox's namespace."""
+    page_bytes = page_bytes or os.sysconf("SC_PAGE_SIZE")
+    objects, per_set = limits.ipc_objects, SEMAPHORES_PER_SET
+    return {
+        "shmmax": limits.shared_memory_bytes,  # one segment
+        "shmall": limits.shared_memory_bytes // page_bytes,  # every segment, in pages
+        "shmmni": objects,
+        "msgmax": MESSAGE_BYTES,  # one message
+        "msgmnb": MESSAGE_QUEUE_BYTES,  # one queue
+        "msgmni": objects,
+        # semaphores in one set, in every set, operations in one call, sets
+        "sem": f"{per_set} {per_set * objects} {per_set} {objects}",
+    }
+
+
+def _limit_ipc(limits):
+    """Write `ipc_settings` in the new IPC namespace: True, or False where Linux refuses.
+
+    Root may; the root of a user namespace may on a recent Linux (6.x), which gives the files to
+    the namespace's owner. Where it may not, the system call filter denies System V IPC instead.
+    """
+    try:
+        for name, value in ipc_settings(limits).items():
+            Path("/proc/sys/kernel", name).write_text(str(value))
+    except PermissionError:
+        return False
+    return True
 
 
 def _drop_privileges(uid, root):

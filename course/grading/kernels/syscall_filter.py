@@ -8,6 +8,13 @@ clock, and every socket but a Unix one. A denied call fails with an errno (EPERM
 a socket, EOPNOTSUPP for a netlink one; ENOSYS for clone3, whose flags seccomp cannot read, so that
 the C library falls back to clone), so Python code sees an OSError. Everything else is allowed.
 
+Where a sandbox has no control group (its limits are per process only), memfd_create is denied
+too, with ENOSYS, as though Linux had none: the memory of an anonymous file outlives its mappings,
+where the address-space limit no longer counts it, and open files could hold gigabytes. A
+library that looks for memfd_create then uses a file in /tmp or /dev/shm, whose sizes are capped.
+Where the sandbox could not set the System V IPC limits of its namespace, System V IPC is denied
+(EPERM): neither torch nor Python's multiprocessing uses it (their shared memory is in /dev/shm).
+
 The filter names system calls and libseccomp resolves them for the machine's own architecture;
 a name that architecture lacks is skipped. libseccomp (libseccomp.so.2) comes through the
 `pyseccomp` package. Without it no kernel is sandboxed: `install` raises SandboxError.
@@ -101,23 +108,29 @@ DENIED = (
     "nfsservctl",
     "lookup_dcookie",
 )
+# What makes System V IPC objects ("ipc": all of System V IPC on machines that multiplex it)
+SYSTEM_V_IPC = ("shmget", "msgget", "semget", "ipc")
 CLONE_NEWCGROUP = 0x02000000
 CLONE_NEWTIME = 0x00000080  # unshare only: in clone's flags these bits are the exit signal
 NETLINK_REFUSED = errno.EOPNOTSUPP
 PERSONALITY_BITS = 32  # personality(0) keeps Linux's default, personality(0xFFFFFFFF) asks
 
 
-def install():
-    """Filter this process's system calls, and those of every thread and child it makes later."""
-    rules = build()
+def install(memory_files=True, system_v_ipc=True):
+    """Filter this process's system calls, and those of every thread and child it makes later.
+
+    `memory_files`: whether memfd_create is allowed (only where a control group counts them);
+    `system_v_ipc`: whether System V IPC is (only where its limits are set).
+    """
+    rules = build(memory_files, system_v_ipc)
     try:
         rules.load()
     except OSError as error:  # e.g. a Linux built without seccomp
         raise sandbox.SandboxError(f"no system call filter: Linux refused it ({error})") from error
 
 
-def build():
-    """The filter, not yet loaded: a pyseccomp.SyscallFilter."""
+def build(memory_files=True, system_v_ipc=True):
+    """The filter, not yet loaded: a pyseccomp.SyscallFilter (the arguments: see `install`)."""
     _require_library()
     rules = pyseccomp.SyscallFilter(pyseccomp.ALLOW)
     # Calls through another ABI (x86_64's int 0x80 or x32) fail whole: the rules name none.
@@ -129,6 +142,11 @@ def build():
     _deny_sockets(rules)
     for change in _personality_changes():
         _deny(rules, "personality", errno.EPERM, change)
+    if not memory_files:
+        _deny(rules, "memfd_create", errno.ENOSYS)
+    if not system_v_ipc:
+        for name in SYSTEM_V_IPC:
+            _deny(rules, name, errno.EPERM)
     return rules
 
 

@@ -5,8 +5,10 @@ Every cell a student wrote runs, as written; its points come only from what the 
 that is not the instructor's (checked against the gradebook) with `utils.review.findings`,
 under the lab's policy from the instructor's source notebook (`course.lab_policy` in its
 metadata): imports outside the lab's modules, calls the lab or the exercise forbids, reaches
-into files, processes or the interpreter. The student's lab shows the same findings, in the
-same words, as each cell runs (`utils.review.show_findings`) and in Validate.
+into files, processes or the interpreter, and code run from a string or a pickle (`eval`,
+`typing.get_type_hints`, `pickle.loads`, ...), whose string literals are read as code too. The
+student's lab shows the same findings, in the same words, as each cell runs
+(`utils.review.show_findings`) and in Validate.
 
 The findings go to the notebook's metadata; `make autograde` prints them and the formgrader and
 feedback pages show them above the submission (`pages.ShowFindings`). They are

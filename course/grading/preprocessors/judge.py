@@ -14,11 +14,17 @@ the student's real functions: each test is written once. Test helpers that must 
 student's code (test doubles passed into it, training loops, gradient probes) are defined in
 locked cells and marked with `utils.grading.in_kernel`; here they are proxies too.
 
-A kernel that hangs is interrupted, one that dies is restarted with the cells that ran before,
-and only the tests that needed it fail. Whatever a kernel sends, the grader refuses any part of a
-message over the budget of `course.grading.remote.wire` before building it, and keeps no backlog of
-what it publishes: nbclient's IOPub socket is open only while a cell runs in the kernel, and the
-sockets of the grader's own link hold a few unread messages at most.
+Every wait on the kernel has a deadline (`client.Deadline`): a test's time limit counts the CPU
+time of the kernel's sandbox, with a backstop on the clock for a kernel that waits without
+computing. A kernel that hangs is interrupted, then killed; one that dies or is killed is restarted
+with the cells that ran before, and only the tests that needed it fail. A kernel that keeps the
+grader's own requests waiting (the agent's start, a test helper's pin), or is killed MAX_KILLS
+times, is asked nothing more: the cells left do not run and the tests left that need it fail.
+
+Whatever a kernel sends, the grader refuses any part of a message over the budget of
+`course.grading.remote.wire` before building it, and keeps no backlog of what it publishes:
+nbclient's IOPub socket is open only while a cell runs in the kernel, and the sockets of the
+grader's own link hold a few unread messages at most.
 """
 
 import builtins
@@ -26,24 +32,35 @@ import contextlib
 import io
 import itertools
 import os
-import time
 
 from jupyter_core.utils import run_sync
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat.v4 import new_output
 
 from course.coursedir.notebooks import HIDDEN_TESTS, is_test, nbgrader_meta
+from course.grading.kernels.cpu_time import kernel_cpu_seconds
 from course.grading.kernels.provisioner import ForkingExecute
 from course.grading.preprocessors.findings import instructor_cells
+from course.grading.preprocessors.output_budget import MAX_OUTPUT_MESSAGE_BYTES, BudgetedOutputs
 from course.grading.remote import wire
-from course.grading.remote.client import KernelLink, KernelTrouble, Remote, unpack_message_part
+from course.grading.remote.client import (
+    DEFAULT_LIMIT_SECONDS,
+    Deadline,
+    KernelLink,
+    KernelTrouble,
+    Remote,
+    unpack_message_part,
+)
 from utils.review import bound_names, free_names
 
 BUILTIN_NAMES = frozenset(dir(builtins))
 DROPPED_OUTPUT = (
-    "The autograder dropped an output of this cell: one message was larger than 64 MiB.\n"
+    "The autograder dropped outputs of this cell: a message larger than "
+    f"{MAX_OUTPUT_MESSAGE_BYTES // 2**20} MiB, or more than it could read in time.\n"
 )
 IOPUB_LOST = "Timeout waiting for IOPub output"  # nbclient's words
+MAX_KILLS = 3  # a kernel killed this often (it did not stop when interrupted) is not restarted
+NOT_RUN = "The autograder did not run this cell: {}.\n"
 READY_SECONDS = 60  # how long a new IOPub socket of nbclient waits for the kernel: no cell limit
 REFUSED_OUTPUT = "The autograder refused a message of this cell ({}): its outputs stop here.\n"
 
@@ -83,7 +100,7 @@ def failing_line(error, filename):
     return line
 
 
-class JudgeExecute(ForkingExecute):
+class JudgeExecute(BudgetedOutputs, ForkingExecute):
     """nbgrader's Execute, with every test cell run by the grader against the student's kernel."""
 
     def preprocess(self, nb, resources, km=None):
@@ -94,6 +111,7 @@ class JudgeExecute(ForkingExecute):
         self.trusted_names = set()
         self.in_kernel = set()  # names of the in-kernel helpers the locked cells bound
         self.link = None
+        self.kills = 0  # how often a kernel of this notebook was killed for not answering
         self.counter = itertools.count(1)
         os.environ["NBGRADER_EXECUTION"] = "autograde"  # as in the kernel, for the locked cells
         try:
@@ -125,6 +143,10 @@ class JudgeExecute(ForkingExecute):
 
     def run_in_kernel(self, cell, index, locked=False):
         """Execute a cell in the kernel; restart the kernel if the cell killed it."""
+        stopped = self.kernel_link().stopped
+        if stopped is not None:
+            cell.outputs = [new_output("stream", name="stderr", text=NOT_RUN.format(stopped))]
+            return cell
         self.open_iopub()
         try:
             cell = self.execute_cell(cell, index, store_history=True)
@@ -159,7 +181,7 @@ class JudgeExecute(ForkingExecute):
     def close_iopub(self):
         """Close nbclient's IOPub socket: between its cells, nothing the kernel sends piles up.
 
-        (ZeroMQ also never reconnects one that dropped a message larger than 64 MiB.)
+        (ZeroMQ also never reconnects one that dropped a message over its size limit.)
         """
         self.kc.iopub_channel.stop()
         self.kc._iopub_channel = None  # the client makes a new channel on its next use
@@ -173,6 +195,8 @@ class JudgeExecute(ForkingExecute):
             run_sync(self.kc.wait_for_ready)(timeout=self.timeout or READY_SECONDS)
         except (RuntimeError, wire.MalformedValue) as error:  # the cell's own run tells why
             self.log.warning("The kernel did not answer before a cell: %s", error)
+            if isinstance(error, RuntimeError) and self.kernel_alive():
+                self.kill_kernel()  # it keeps the grader waiting: the cell finds it dead
 
     def run_here(self, source, grade_id):
         """Execute a locked (instructor) cell in the grader too, for its names and helpers."""
@@ -225,7 +249,7 @@ class JudgeExecute(ForkingExecute):
         filename = f"<test cell {grade_id}>"
         link = self.kernel_link()
         self.bind_student_names(source)
-        link.deadline = time.monotonic() + self.timeout if self.timeout else None
+        link.deadline = self.new_deadline()
         printed = io.StringIO()
         failure = None
         try:
@@ -256,6 +280,15 @@ class JudgeExecute(ForkingExecute):
             if current is None or (type(current) is Remote and current._target == {"name": name}):
                 self.namespace[name] = self.remote_name(name)
 
+    def new_deadline(self):
+        """The deadline of a test, or of any other wait on the kernel: c.Execute.timeout."""
+        return Deadline(self.timeout or DEFAULT_LIMIT_SECONDS, self.kernel_cpu_time)
+
+    def kernel_cpu_time(self):
+        """(pid, CPU seconds) of the running kernel and its processes; None if there is none."""
+        pid = getattr(self.km.provisioner, "pid", None) if self.km is not None else None
+        return kernel_cpu_seconds(pid) if pid else None
+
     def kernel_alive(self):
         """True while the kernel process runs."""
         return run_sync(self.km.is_alive)()
@@ -267,15 +300,31 @@ class JudgeExecute(ForkingExecute):
 
     def kill_kernel(self):
         """Kill a kernel that does not respond, and see it gone; its folder stays for a restart."""
+        self.kills += 1
         run_sync(self.km.shutdown_kernel)(now=True, restart=True)
 
     def restart_kernel(self):
-        """Start a fresh kernel (killing the old one) and run again the cells that ran before."""
-        run_sync(self.km.restart_kernel)(now=True)
+        """Start a fresh kernel (killing the old one) and run again the cells that ran before.
+
+        Not once the kernel has been stopped, or killed MAX_KILLS times: it is then asked nothing
+        more.
+        """
         link = self.kernel_link()
+        if self.kills >= MAX_KILLS:
+            link.stop(f"it was killed {self.kills} times: it did not stop when interrupted")
+        if link.stopped is not None:
+            return
+        run_sync(self.km.restart_kernel)(now=True)
         link.connect()
         # The whole replay gets one cell's time: a kernel that dies again costs no more.
-        link.deadline = time.monotonic() + (self.timeout or 60)
+        link.deadline = self.new_deadline()
+        try:
+            self.replay_cells(link)
+        finally:
+            link.deadline = None
+
+    def replay_cells(self, link):
+        """Run again the cells that ran before, within the link's deadline."""
         for source, locked in self.replay:
             try:
                 link.execute(source)
@@ -283,13 +332,12 @@ class JudgeExecute(ForkingExecute):
                     self.pin_helpers(bound_names(source))
             except KernelTrouble:
                 self.log.warning("A cell failed again after the kernel restarted")
+                if link.stopped is not None or link.deadline.passed():
+                    self.log.warning("The replay after a restart ran out of time")
+                    break
                 if not self.kernel_alive():
                     run_sync(self.km.restart_kernel)(now=True)
                     link.connect()
-                if time.monotonic() > link.deadline:
-                    self.log.warning("The replay after a restart ran out of time")
-                    break
-        link.deadline = None
 
 
 def close_figures():

@@ -12,7 +12,7 @@ import json
 
 from nbformat.v4 import new_output
 from nbgrader.preprocessors import LimitOutput
-from traitlets import Integer
+from traitlets import Integer, List
 
 CUT_NOTE = "... ({} characters cut)"
 DROPPED_NOTE = "... ({} more outputs of this cell dropped: over the size the grader keeps)\n"
@@ -22,6 +22,7 @@ WHOLE_OR_NOTHING = ("image/", "application/json")  # values that make no sense c
 class LimitOutputSize(LimitOutput):
     """nbgrader's line and traceback limits, plus a limit on the characters of each output."""
 
+    display_data_priority = List().tag(config=True)  # as pages.PageStep: a step of the pages too
     max_characters = Integer(100_000, help="Most characters kept of one output").tag(config=True)
     max_cell_characters = Integer(
         2_000_000, help="Most characters kept of all the outputs of one cell, images included"
@@ -93,7 +94,7 @@ def outputs_that_fit(outputs, limit):
 
 
 def cut_output(output, limit):
-    """Cut one output (any kind) to `limit` characters in all, with a note of the cut."""
+    """Cut one output (any kind) to `limit` characters in all, with a note: the number cut."""
     budget = Budget(limit)
     if output.output_type == "stream":
         cut_stream(output, budget)
@@ -101,6 +102,7 @@ def cut_output(output, limit):
         cut_error(output, budget)
     elif "data" in output:
         cut_data(output, budget)
+    return budget.cut
 
 
 def cut_stream(output, budget):

@@ -18,6 +18,7 @@ from html.parser import HTMLParser
 from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 from nbformat.v4 import new_markdown_cell
 from nbgrader.preprocessors import NbGraderPreprocessor
+from traitlets import List
 
 from course.grading.preprocessors.findings import FINDINGS_KEY
 
@@ -42,7 +43,17 @@ AS_TEXT_NOTE = (
 )
 
 
-class CleanSubmission(NbGraderPreprocessor):
+class PageStep(NbGraderPreprocessor):
+    """A step of the pages' exporter: takes the exporter's `display_data_priority` quietly.
+
+    nbconvert configures every step of an exporter with it; nbgrader's base class declares it
+    unconfigurable, so traitlets would warn at every page for each step.
+    """
+
+    display_data_priority = List().tag(config=True)
+
+
+class CleanSubmission(PageStep):
     """Keep, of each cell, what a page can show without running anything; the rest as text."""
 
     def preprocess(self, nb, resources):
@@ -67,7 +78,7 @@ class CleanSubmission(NbGraderPreprocessor):
         return cell, resources
 
 
-class ShowFindings(NbGraderPreprocessor):
+class ShowFindings(PageStep):
     """Show a page's reader the findings about the submission (`findings`) first."""
 
     def preprocess(self, nb, resources):

@@ -37,7 +37,9 @@ class Agent:
             if request["op"] == "pin":  # a handle, even to data: the object as it is now
                 reply = {"value": self.handle_of(self.target(request["target"]))}
             else:
-                reply = {"value": self.wire.encode(self.perform(request), self.handle_of)}
+                value = self.perform(request)
+                self.check_data_size(value)
+                reply = {"value": self.wire.encode(value, self.handle_of)}
         except BaseException as error:  # noqa: BLE001 - every failure goes back to the grader
             reply = {"error": describe(error)}
         return self.within_limit(self.wire.dumps(reply))
@@ -47,12 +49,25 @@ class Agent:
         size = len(text) + text.count('"') + text.count("\\")  # escaped in the comm message
         if size <= self.max_reply_bytes:
             return text
-        error = ReplyTooLarge(
+        return self.wire.dumps({"error": describe(self.too_large(size))})
+
+    def check_data_size(self, value):
+        """Raise ReplyTooLarge before encoding a value whose arrays alone are over the limit.
+
+        Their data travels in base64 (4 characters for 3 bytes): a reply that large is refused
+        at once, before seconds of encoding that a busy machine would stretch.
+        """
+        size = 4 * -(-data_bytes(value, self.wire.MAX_DEPTH) // 3)
+        if size > self.max_reply_bytes:
+            raise self.too_large(size)
+
+    def too_large(self, size):
+        """The error sent in place of a reply of `size` bytes."""
+        return ReplyTooLarge(
             f"what your code returned takes {size / 2**20:.0f} MiB on its way to the grader, "
             f"which reads at most {self.max_reply_bytes / 2**20:.0f} MiB from your kernel at "
             "a time: is it the value the exercise asks for?"
         )
-        return self.wire.dumps({"error": describe(error)})
 
     def listen(self, comm, message):
         """Answer each request the grader sends on this comm with a reply on the same comm."""
@@ -108,6 +123,18 @@ class Agent:
         if "name" in record:
             return self.target(record)
         return self.objects[record["id"]]
+
+
+def data_bytes(value, levels):
+    """The bytes of the tensors and arrays in `value`, and in its containers `levels` deep."""
+    if levels < 0:
+        return 0
+    if isinstance(value, (list, tuple)):
+        return sum(data_bytes(item, levels - 1) for item in value)
+    if isinstance(value, dict):
+        return sum(data_bytes(item, levels - 1) for item in value.values())
+    size = getattr(value, "nbytes", 0) if hasattr(value, "dtype") else 0
+    return size if type(size) is int else 0
 
 
 def describe(error):

@@ -72,6 +72,14 @@ SAFE_EXCEPTIONS = {
 REFUSED_MESSAGE = "the grader refused a message from the kernel: {}"
 INTERRUPT_GRACE_SECONDS = 5
 POLL_SECONDS = 0.05
+# A wait on the kernel ends when it has used its limit of CPU time, or, for a kernel that waits
+# without computing, when WALL_FACTOR times that limit has passed on the clock.
+WALL_FACTOR = 4
+CPU_POLL_SECONDS = 0.5  # how often the kernel's CPU time is read
+DEFAULT_LIMIT_SECONDS = 60  # the limit of a wait when c.Execute.timeout sets none
+NO_REPLY = "your kernel took the grader's request and sent no reply"
+NOT_STOPPED = "your code did not stop when it was interrupted"
+STOPPED_ANSWERING = "the kernel stopped answering the grader ({}): the grader no longer asks it"
 IOPUB_ATTEMPTS = 100
 # Each socket of the grader's link holds at most this many unread messages (of up to 64 MiB):
 # the kernel's replies are read as they come, and what it publishes between them is dropped.
@@ -87,14 +95,63 @@ class MalformedReply(KernelTrouble):
     """The kernel's reply does not follow the format of `course.grading.remote.wire`."""
 
 
+class Unanswered(KernelTrouble):
+    """The kernel sent no reply: it was killed when it did not stop in time, or said it was done."""
+
+
+class Deadline:
+    """The end of one wait on a kernel: `seconds` of its CPU time, or WALL_FACTOR times that.
+
+    `cpu_clock()` gives (the kernel's pid, the CPU seconds its processes have used), or None when
+    it cannot be read; a kernel that restarts is a new process, whose CPU time adds to the count.
+    Where the CPU time cannot be read at all, the wait ends after `seconds` on the clock.
+    """
+
+    def __init__(self, seconds, cpu_clock):
+        if not seconds or seconds <= 0:
+            raise ValueError(f"a deadline needs a positive number of seconds, got {seconds!r}")
+        self.seconds, self.cpu_clock = seconds, cpu_clock
+        self.started = self.checked = time.monotonic()
+        self.reading = cpu_clock()
+        self.measured, self.cpu_used = self.reading is not None, 0.0
+
+    def passed(self):
+        """True once the kernel has used its CPU time, or the clock has passed its backstop."""
+        waited = time.monotonic() - self.started
+        if not self.measured:
+            return waited > self.seconds
+        if waited > WALL_FACTOR * self.seconds:
+            return True
+        if time.monotonic() - self.checked >= CPU_POLL_SECONDS:
+            self.checked = time.monotonic()
+            self.count(self.cpu_clock())
+        return self.cpu_used > self.seconds
+
+    def count(self, reading):
+        """Add the CPU time used since the last reading (all of it, for a new kernel process)."""
+        if reading is None:
+            return
+        same_kernel = self.reading is not None and self.reading[0] == reading[0]
+        self.cpu_used += reading[1] - (self.reading[1] if same_kernel else 0)
+        self.reading = reading
+
+    def describe(self):
+        """The limit, as a test's failure states it."""
+        if not self.measured:
+            return f"{self.seconds:g} s"
+        wall = WALL_FACTOR * self.seconds
+        return f"{self.seconds:g} s of your kernel's CPU time ({wall:g} s on the clock)"
+
+
 class KernelLink:
     """Send requests to the agent in a student's kernel and decode its replies."""
 
     def __init__(self, executor):
         self.executor = executor
         self.client = None
-        self.deadline = None
+        self.deadline = None  # a Deadline for every wait until it is reset, e.g. a whole test's
         self.started = False
+        self.stopped = None  # why the grader no longer asks this submission's kernel anything
 
     def connect(self):
         """Open a client on the executor's kernel and start the agent there."""
@@ -109,13 +166,32 @@ class KernelLink:
         self.client.start_channels(stdin=False, hb=False, control=False)
         self.started = False
 
+    @contextlib.contextmanager
+    def limited(self):
+        """Give the waits inside one new deadline, unless one (a test's) already covers them."""
+        if self.stopped is not None:
+            raise KernelTrouble(self.stopped)
+        if self.deadline is not None:
+            yield
+            return
+        self.deadline = self.executor.new_deadline()
+        try:
+            yield
+        finally:
+            self.deadline = None
+
     def ensure_agent(self):
         """Start the agent in the kernel and open a comm to it, if that is not done yet."""
         if self.client is None:
             self.connect()
         if not self.started:
-            self.listen_to_iopub()
-            self.execute(START_AGENT)
+            try:
+                self.listen_to_iopub()
+                started = self.execute(START_AGENT).get("status") == "ok"
+            except Unanswered as error:
+                raise self.stop(f"the grader's agent did not start: {error}") from None
+            if not started:
+                raise self.stop("the grader's agent did not start")
             self.comm_id = uuid.uuid4().hex
             opening = {"comm_id": self.comm_id, "target_name": COMM_TARGET, "data": {}}
             self.client.shell_channel.send(self.client.session.msg("comm_open", opening))
@@ -126,24 +202,34 @@ class KernelLink:
         for _ in range(IOPUB_ATTEMPTS):
             msg_id = self.client.kernel_info()
             self.wait_for_reply(msg_id)
-            try:
-                while True:
+            with contextlib.suppress(queue.Empty):
+                while not self.deadline.passed():
                     if self.receive("iopub")["parent_header"].get("msg_id") == msg_id:
                         return
-            except queue.Empty:
-                continue
-        raise KernelTrouble("the grader could not listen to the kernel's messages")
+        raise Unanswered("the grader could not listen to the kernel's messages")
+
+    def stop(self, reason):
+        """Ask this kernel nothing more, and kill it; the KernelTrouble that says why."""
+        if self.stopped is None:
+            self.stopped = STOPPED_ANSWERING.format(reason)
+            if self.executor.kernel_alive():
+                self.executor.kill_kernel()
+        return KernelTrouble(self.stopped)
 
     def execute(self, code):
         """Run code in the kernel (silently) and return the execute reply's content."""
-        msg_id = self.client.execute(code, silent=True, store_history=False)
-        return self.wait_for_reply(msg_id)
+        with self.limited():
+            msg_id = self.client.execute(code, silent=True, store_history=False)
+            return self.wait_for_reply(msg_id)
 
     def wait_for_reply(self, msg_id, channel="shell"):
         """The content of the reply to `msg_id`, interrupting a kernel that runs out of time.
 
         On the shell channel the reply is the execute reply; on iopub, the agent's comm message.
+        The wait ends at the deadline in force (`limited`): the kernel is interrupted, and killed
+        if it has not answered INTERRUPT_GRACE_SECONDS later.
         """
+        deadline = self.deadline or self.executor.new_deadline()
         interrupted_at, checked_at = None, time.monotonic()
         while True:
             now = time.monotonic()
@@ -151,22 +237,25 @@ class KernelLink:
                 checked_at = now
                 if not self.executor.kernel_alive():
                     raise KernelTrouble("the kernel died while running your code")
-            if interrupted_at is None and self.deadline is not None and now > self.deadline:
+            if interrupted_at is None and deadline.passed():
                 self.executor.interrupt_kernel()
                 interrupted_at = now
             if interrupted_at is not None and now > interrupted_at + INTERRUPT_GRACE_SECONDS:
                 self.executor.kill_kernel()
-                raise KernelTrouble("your code did not stop when it was interrupted")
+                raise Unanswered(NOT_STOPPED)
             try:
                 message = self.receive(channel)
             except queue.Empty:
                 checked_at = now - POLL_SECONDS  # quiet for a while: check the kernel next
                 continue
-            parent = message["parent_header"].get("msg_id")
-            if parent == msg_id and (channel == "shell" or message.get("msg_type") == "comm_msg"):
+            if message["parent_header"].get("msg_id") != msg_id:
+                continue
+            if channel == "iopub" and finished_without_reply(message):
+                raise Unanswered(NO_REPLY)
+            if channel == "shell" or message.get("msg_type") == "comm_msg":
                 if interrupted_at is not None:
                     raise KernelTrouble(
-                        f"the tests did not finish within {self.executor.timeout} s: "
+                        f"the tests did not finish within {deadline.describe()}: "
                         "does your code loop forever?"
                     )
                 return message["content"]
@@ -191,14 +280,16 @@ class KernelLink:
 
     def request(self, operation, target, **fields):
         """Ask the agent for one value; raise what the student's code raised."""
-        self.ensure_agent()
-        payload = wire.dumps({"op": operation, "target": target, **fields})
-        message = self.client.session.msg(
-            "comm_msg", {"comm_id": self.comm_id, "data": {"request": payload}}
-        )
-        self.drop_published()
-        self.client.shell_channel.send(message)
-        return self.decode_reply(self.wait_for_reply(message["header"]["msg_id"], "iopub"))
+        with self.limited():
+            self.ensure_agent()
+            payload = wire.dumps({"op": operation, "target": target, **fields})
+            message = self.client.session.msg(
+                "comm_msg", {"comm_id": self.comm_id, "data": {"request": payload}}
+            )
+            self.drop_published()
+            self.client.shell_channel.send(message)
+            content = self.wait_for_reply(message["header"]["msg_id"], "iopub")
+        return self.decode_reply(content)
 
     def drop_published(self):
         """Read and drop what the kernel published since the last reply, so the next finds room."""
@@ -228,8 +319,14 @@ class KernelLink:
             raise MalformedReply(f"the kernel's reply is malformed: {error}") from None
 
     def pin(self, name):
-        """A handle to the object that `name` means in the kernel now, whatever it means later."""
-        return self.request("pin", {"name": name})
+        """A handle to the object that `name` means in the kernel now, whatever it means later.
+
+        An honest kernel answers at once; one that does not is asked nothing more.
+        """
+        try:
+            return self.request("pin", {"name": name})
+        except Unanswered as error:
+            raise self.stop(f"it did not hand over the test helper {name}: {error}") from None
 
     def remote_object(self, record):
         """A proxy for an object that stays in the kernel."""
@@ -239,6 +336,15 @@ class KernelLink:
         if not all(isinstance(name, str) for name in types):
             raise wire.MalformedValue("a handle's type names must be strings")
         return Remote(self, {"id": record["id"]}, types)
+
+
+def finished_without_reply(message):
+    """True for the kernel's word that it is idle again: it has handled a request it never answered.
+
+    (The agent's reply, published while the kernel handles the request, always comes before it.)
+    """
+    content = message["content"]
+    return message.get("msg_type") == "status" and content.get("execution_state") == "idle"
 
 
 def unpack_message_part(data):

@@ -98,3 +98,18 @@ def test_the_lms_feedback_notebook_has_the_comment_below_its_answer(tmp_path):
         sources[below] == "**Comment on written_stability:**\n\nRight idea; say *why* it is exact."
     )
     assert sources[-1] == "The end."
+
+
+def test_the_lms_feedback_notebook_has_the_comment_on_a_code_answer_below_it(tmp_path):
+    answer = new_code_cell("def softmax(x):\n    return x.exp() / x.exp().sum(-1, keepdim=True)")
+    answer.metadata.nbgrader = {"grade": False, "solution": True, "grade_id": "softmax"}
+    cells = [answer, written_answer(False)]
+    path = tmp_path / "lab.ipynb"
+    notebooks.write(new_notebook(cells=cells), path)
+    grades = [("written_stability", 1.5, 2, "Say why.")]
+    comments = {"softmax": "Subtract the maximum first."}
+    sources = [c.source for c in feedback_zip.feedback_notebook(path, grades, LAB, comments).cells]
+    assert sources[sources.index(answer.source) + 1] == (
+        "**Comment on softmax:**\n\nSubtract the maximum first."
+    )
+    assert sources[-1] == "**Comment on written_stability:**\n\nSay why."

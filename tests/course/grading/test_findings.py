@@ -99,6 +99,34 @@ def test_the_instructors_cells_are_skipped_unless_a_student_changed_them(course)
     assert all(finding.startswith("test_softmax_visible, line ") for finding in found)
 
 
+HIDES_SOFTMAX_IN_AN_ANNOTATION = '''import typing
+
+
+def softmax(scores, dim=-1):
+    def hidden(call: "torch.softmax"):
+        pass
+
+    return typing.get_type_hints(hidden)["call"](scores, dim=dim)
+'''
+
+
+def test_a_call_hidden_in_a_string_annotation_is_listed_with_what_runs_it(course):
+    nb = fill(release(), {"softmax": HIDES_SOFTMAX_IN_AN_ANNOTATION})
+    assert listed(course, nb) == [
+        "softmax, line 5: it calls softmax, which this lab forbids",
+        "softmax, line 8: it uses typing.get_type_hints, which runs code from a string: "
+        "typing.get_type_hints evaluates string annotations",
+    ]
+
+
+def test_a_cell_nested_too_deeply_to_read_is_listed_not_fatal(course):
+    nested = "scale = " + " + ".join(["1"] * 1500) + "\n" + solution_cells(LAB)["softmax"]
+    nb = fill(release(), {"softmax": nested})
+    assert listed(course, nb) == [
+        "softmax, line 1: it nests its code too deeply to be read, so what it calls is not listed"
+    ]
+
+
 def test_notebook_findings_reads_with_the_labs_policy():
     nb = fill(release(), {"softmax": FORBIDDEN_SOFTMAX})
     instructor = instructor_cells(release())

@@ -4,6 +4,8 @@ The end-to-end attacks on a kernel are in test_hostile.py; these are the fast un
 """
 
 import base64
+import queue
+import time
 
 import pytest
 import torch
@@ -116,6 +118,21 @@ def test_a_value_too_large_for_the_grader_comes_back_as_an_error_that_says_so():
     assert "on its way to the grader, which reads at most 0 MiB" in quotes["message"]
     error = client.remote_exception(quotes)
     assert type(error) is Exception and "is it the value the exercise asks for?" in str(error)
+
+
+def test_tensors_too_large_for_the_grader_are_refused_before_they_are_encoded():
+    import types
+
+    def encode(value, handle_of):
+        raise AssertionError("encoded")
+
+    kernel = agent.Agent({"answer": lambda: [{"w": torch.zeros(300)}]}, wire, 1000)
+    kernel.wire = types.SimpleNamespace(**{**vars(wire), "encode": encode})
+    no_arguments = {"args": wire.encode((), None), "kwargs": wire.encode({}, None)}
+    request = wire.dumps({"op": "call", "target": {"name": "answer"}, **no_arguments})
+    assert wire.loads(kernel.run(request))["error"]["types"][0] == "ReplyTooLarge"  # 1600 > 1000
+    small = agent_reply(torch.ones(150), max_reply_bytes=1000)["value"]  # 600 bytes: 800
+    assert torch.equal(wire.decode(small, None), torch.ones(150))
 
 
 def reply(text):
@@ -389,3 +406,156 @@ def test_oversized_messages_from_a_kernel_are_dropped_before_parsing(tmp_path):
     send(b"small")
     assert receiver.poll(5000) and receiver.recv() == b"small"
     receiver.close(linger=0)
+
+
+class SlowKernel:
+    """An executor and its kernel's client: the reply comes `reply_after` s on the clock.
+
+    By then the kernel has used `cpu_seconds` of CPU time; `answers_interrupt` says whether an
+    interrupt brings the reply at once, `idle_without_reply` whether it says it is done instead.
+    """
+
+    def __init__(self, reply_after, cpu_seconds, answers_interrupt=True, idle_without_reply=False):
+        self.timeout = 0.2
+        self.reply_after, self.cpu_seconds = reply_after, cpu_seconds
+        self.answers_interrupt, self.idle_without_reply = answers_interrupt, idle_without_reply
+        self.started = time.monotonic()
+        self.events = []
+        self.session = self
+        self.shell_channel = self
+
+    def new_deadline(self):
+        return client.Deadline(self.timeout, self.cpu_clock)
+
+    def cpu_clock(self):
+        """The kernel's CPU time grows evenly until the reply."""
+        share = min(1.0, (time.monotonic() - self.started) / self.reply_after)
+        return (1234, share * self.cpu_seconds)
+
+    def kernel_alive(self):
+        return "killed" not in self.events
+
+    def interrupt_kernel(self):
+        self.events.append("interrupted")
+
+    def kill_kernel(self):
+        self.events.append("killed")
+
+    def msg(self, msg_type, content):
+        return {"header": {"msg_id": "request"}, "msg_type": msg_type, "content": content}
+
+    def send(self, message):
+        self.started = time.monotonic()
+
+    def get_iopub_msg(self, timeout):
+        time.sleep(min(timeout, 0.01))
+        parent = {"msg_id": "request"}
+        if self.idle_without_reply:
+            content = {"execution_state": "idle"}
+            return {"msg_type": "status", "parent_header": parent, "content": content}
+        waited = time.monotonic() - self.started
+        if waited > self.reply_after or ("interrupted" in self.events and self.answers_interrupt):
+            content = {"comm_id": "c", "data": {"reply": '{"value": 1}'}}
+            return {"msg_type": "comm_msg", "parent_header": parent, "content": content}
+        raise queue.Empty
+
+
+def link_to(kernel):
+    """A KernelLink whose agent has started in `kernel`."""
+    link = client.KernelLink(executor=kernel)
+    link.client, link.started, link.comm_id = kernel, True, "c"
+    kernel.get_shell_msg = kernel.get_iopub_msg
+    return link
+
+
+@pytest.fixture
+def quick_limits(monkeypatch):
+    """Read the kernel's CPU time often and wait a moment after an interrupt."""
+    monkeypatch.setattr(client, "CPU_POLL_SECONDS", 0.01)
+    monkeypatch.setattr(client, "INTERRUPT_GRACE_SECONDS", 0.2)
+
+
+def test_a_busy_machine_never_turns_a_correct_answer_into_a_timeout(quick_limits):
+    # The reply takes three times the limit on the clock, but little of the kernel's CPU time.
+    kernel = SlowKernel(reply_after=0.6, cpu_seconds=0.05)
+    assert link_to(kernel).request("call", {"name": "softmax"}) == 1
+    assert kernel.events == []
+
+
+def test_a_test_that_uses_its_cpu_time_is_interrupted(quick_limits):
+    kernel = SlowKernel(reply_after=10, cpu_seconds=100)
+    with pytest.raises(client.KernelTrouble, match="did not finish within 0.2 s of your kernel's"):
+        link_to(kernel).request("call", {"name": "softmax"})
+    assert kernel.events == ["interrupted"]
+
+
+def test_a_kernel_that_waits_without_computing_is_stopped_by_the_clock(quick_limits):
+    kernel = SlowKernel(reply_after=1e9, cpu_seconds=0, answers_interrupt=False)
+    started = time.monotonic()
+    with pytest.raises(client.Unanswered, match=client.NOT_STOPPED):
+        link_to(kernel).request("call", {"name": "softmax"})
+    assert kernel.events == ["interrupted", "killed"]
+    assert time.monotonic() - started >= client.WALL_FACTOR * kernel.timeout
+
+
+def test_a_kernel_done_with_a_request_it_never_answered_fails_at_once(quick_limits):
+    kernel = SlowKernel(reply_after=1e9, cpu_seconds=0, idle_without_reply=True)
+    with pytest.raises(client.Unanswered, match=client.NO_REPLY):
+        link_to(kernel).request("call", {"name": "softmax"})
+    assert kernel.events == []
+
+
+def test_a_kernel_that_keeps_a_pin_waiting_is_asked_nothing_more(quick_limits):
+    kernel = SlowKernel(reply_after=1e9, cpu_seconds=0, answers_interrupt=False)
+    link = link_to(kernel)
+    with pytest.raises(client.KernelTrouble, match="stopped answering the grader"):
+        link.pin("set_parameters")
+    assert kernel.events == ["interrupted", "killed"]
+    with pytest.raises(client.KernelTrouble, match="did not hand over the test helper"):
+        link.request("call", {"name": "softmax"})  # at once: the kernel is not asked
+    assert kernel.events == ["interrupted", "killed"]
+
+
+def test_a_deadline_counts_the_cpu_time_of_each_kernel_process_it_spans():
+    readings = iter([(10, 5.0), (10, 6.0), (11, 0.5), None, (11, 2.0)])
+    deadline = client.Deadline(3, lambda: next(readings))
+    for _ in range(4):
+        deadline.count(next(readings))
+    assert deadline.cpu_used == pytest.approx(1.0 + 0.5 + 1.5)  # a restart counts from 0
+
+
+def test_without_a_cpu_clock_a_deadline_is_the_limit_on_the_clock():
+    deadline = client.Deadline(0.05, lambda: None)
+    assert not deadline.passed()
+    time.sleep(0.1)
+    assert deadline.passed() and deadline.describe() == "0.05 s"
+    with pytest.raises(ValueError, match="positive number of seconds"):
+        client.Deadline(0, lambda: None)
+
+
+def test_a_kernels_cpu_time_counts_every_process_below_it():
+    import subprocess
+    import sys
+
+    from course.grading.kernels import cpu_time
+
+    burn = "import subprocess, sys; subprocess.run([sys.executable, '-c', 'sum(range(10**8))'])"
+    parent = subprocess.Popen([sys.executable, "-c", burn + "; input()"], stdin=subprocess.PIPE)
+    try:
+        readings = []
+        while not readings or readings[-1][1] < 0.5:  # the child's time, once it was reaped
+            time.sleep(0.05)
+            readings.append(cpu_time.kernel_cpu_seconds(parent.pid))
+        assert all(pid == parent.pid for pid, _ in readings)
+        assert [seconds for _, seconds in readings] == sorted(s for _, s in readings)
+    finally:
+        parent.communicate(b"\n")
+    assert cpu_time.kernel_cpu_seconds(parent.pid) is None
+
+
+def test_a_control_groups_cpu_counter_is_read_in_seconds():
+    from course.grading.kernels import cpu_time
+
+    stat = "usage_usec 2500000\nuser_usec 2000000\nsystem_usec 500000\n"
+    assert cpu_time.parse_counter(stat, "cpu.stat") == 2_500_000
+    assert cpu_time.parse_counter("123456789\n", "cpuacct.usage") == 123_456_789

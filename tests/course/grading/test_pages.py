@@ -11,6 +11,7 @@ from html.parser import HTMLParser
 
 import nbformat
 import pytest
+from nbclient import NotebookClient
 from nbconvert.exporters import HTMLExporter
 from nbformat.v4 import (
     new_code_cell,
@@ -19,9 +20,11 @@ from nbformat.v4 import (
     new_output,
     new_raw_cell,
 )
+from traitlets.config import Config
 
 from course.coursedir.scratch import solution_cells
 from course.grading.preprocessors.feedback import FeedbackExporter
+from course.grading.preprocessors.output_budget import BudgetedOutputs, OutputBudget, size_text
 from course.grading.preprocessors.output_limits import Budget, LimitOutputSize, cut_output
 from course.grading.preprocessors.pages import AS_TEXT_NOTE, CleanSubmission, markdown_is_inert
 from course.lms import feedback_zip
@@ -324,3 +327,188 @@ def test_the_lms_feedback_notebook_is_cleaned_and_cut(tmp_path, course_config):
     assert active_markup(page(feedback, course_config)) == []
     assert all(output_size(o) < LIMIT + NOTE_SLACK for o in feedback.cells[-1].outputs)
     assert feedback.cells[0].source.startswith(f"# Feedback on {LAB}")
+
+
+# Outputs as they arrive from a kernel (output_budget.py): each message goes through nbclient's
+# process_message, as in the course's executor.
+CELL_LIMIT = 20 * LIMIT
+MESSAGE = 1_000_000  # characters of each message of a flood
+
+
+class BudgetedClient(BudgetedOutputs, NotebookClient):
+    """nbclient with the course's handling of outputs, fed messages by hand."""
+
+
+def budgeted_client(cells=1):
+    """A client of a notebook of `cells` code cells, its budget at the course's limits."""
+    nb = new_notebook(cells=[new_code_cell() for _ in range(cells)])
+    client = BudgetedClient(nb)
+    client.clear_before_next_output = False
+    return client
+
+
+def kernel_message(msg_type, **content):
+    """An IOPub message of one cell, as jupyter_client delivers it."""
+    header = {"msg_type": msg_type, "msg_id": "m"}
+    return {"msg_type": msg_type, "header": header, "parent_header": {"msg_id": "p"},
+            "content": content}
+
+
+def send(client, message, index=0):
+    """Let the client process one message for cell `index`."""
+    client.process_message(message, client.nb.cells[index], index)
+
+
+def held(client):
+    """Characters of all the outputs the client holds."""
+    return sum(output_size(o) for cell in client.nb.cells for o in cell.get("outputs", []))
+
+
+ARRIVING = {
+    "stdout": lambda text: kernel_message("stream", name="stdout", text=text),
+    "stderr": lambda text: kernel_message("stream", name="stderr", text=text),
+    "display_data": lambda text: kernel_message(
+        "display_data", data={"text/plain": text}, metadata={}
+    ),
+    "execute_result": lambda text: kernel_message(
+        "execute_result", data={"text/plain": text}, metadata={}, execution_count=1
+    ),
+    "error": lambda text: kernel_message(
+        "error", ename="ValueError", evalue="flood", traceback=[text[:1000]] * (len(text) // 1000)
+    ),
+    "image": lambda text: kernel_message(
+        "display_data", data={"image/png": text, "text/plain": "<Figure>"}, metadata={}
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", ARRIVING)
+def test_every_kind_of_output_is_kept_within_the_budget_as_it_arrives(kind):
+    client = budgeted_client()
+    for _ in range(100):
+        send(client, ARRIVING[kind]("x" * MESSAGE))
+        assert held(client) <= CELL_LIMIT + NOTE_SLACK  # never more, not even for a moment
+    assert client.output_budget.lost > 90 * MESSAGE
+    nbformat.validate(client.nb)
+
+
+def test_a_stream_is_cut_as_it_grows_and_the_cut_is_told_with_its_size():
+    client = budgeted_client()
+    for _ in range(50):
+        send(client, ARRIVING["stdout"]("y" * MESSAGE))
+        assert len(client.nb.cells[0].outputs) == 1  # one stream, never longer than an output
+        assert len(client.nb.cells[0].outputs[0].text) <= LIMIT + NOTE_SLACK
+    assert "output cut: 49.9 MB more were printed" in client.output_budget.note().text
+
+
+def test_a_message_over_the_limit_of_an_output_is_cut_before_it_is_kept():
+    client = budgeted_client()
+    send(client, ARRIVING["display_data"]("v" * HUGE))
+    send(client, ARRIVING["stdout"]("fine\n"))
+    first, second = client.nb.cells[0].outputs
+    assert output_size(first) < LIMIT + NOTE_SLACK and "characters cut" in first.data["text/plain"]
+    assert second.text == "fine\n"
+
+
+def test_past_the_cells_budget_outputs_are_counted_not_kept():
+    client = budgeted_client()
+    for _ in range(1000):
+        send(client, ARRIVING["display_data"]("z" * 90_000))
+    kept = client.nb.cells[0].outputs
+    assert 15 < len(kept) < 23
+    assert client.output_budget.lost > (1000 - len(kept)) * 90_000
+
+
+def test_tiny_outputs_count_what_the_grader_holds_of_each():
+    client = budgeted_client()
+    for _ in range(3_000):
+        send(client, ARRIVING["display_data"]("t"))
+        send(client, ARRIVING["stderr"]("t"))
+    assert len(client.nb.cells[0].outputs) < CELL_LIMIT / 1_000
+
+
+def test_a_notebook_keeps_its_cells_outputs_while_they_fit_as_they_arrive():
+    client = budgeted_client(cells=15)
+    for index in range(15):
+        client.output_budget.start_cell()
+        for _ in range(25):
+            send(client, ARRIVING["display_data"]("n" * 200_000), index)
+    assert held(client) <= 10 * CELL_LIMIT + NOTE_SLACK
+    assert len(client.nb.cells[9].outputs) > 10 and client.nb.cells[-1].outputs == []
+
+
+def test_cleared_outputs_give_their_room_back():
+    client = budgeted_client()
+    for step in range(200):
+        send(client, kernel_message("clear_output", wait=step % 2 == 0))
+        send(client, ARRIVING["display_data"](f"{step}: " + "p" * 50_000))
+        send(client, ARRIVING["stdout"]("q" * 50_000))
+    assert [o.output_type for o in client.nb.cells[0].outputs] == ["display_data", "stream"]
+    assert client.nb.cells[0].outputs[0].data["text/plain"].startswith("199: ")
+    assert client.output_budget.lost == 0
+
+
+def test_a_display_updated_by_its_id_is_cut_and_only_kept_displays_are_named():
+    client = budgeted_client()
+    transient = {"display_id": "d"}
+    send(client, kernel_message("display_data", data={"text/plain": "start"}, metadata={},
+                                transient=transient))
+    for _ in range(30):
+        send(client, kernel_message("update_display_data", data={"text/plain": "u" * MESSAGE},
+                                    metadata={}, transient=transient))
+    (shown,) = client.nb.cells[0].outputs
+    assert shown.output_type == "display_data" and "characters cut" in shown.data["text/plain"]
+    assert output_size(shown) < LIMIT + NOTE_SLACK
+    for _ in range(100):
+        send(client, kernel_message("display_data", data={"text/plain": "w" * 90_000},
+                                    metadata={}, transient={"display_id": "e"}))
+    assert len(client._display_id_map["e"][0]) == len(client.nb.cells[0].outputs) - 1
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        kernel_message("stream", name="stdout", text=["not", "text"]),
+        kernel_message("error", ename="E", evalue="e", traceback="t" * HUGE),
+        kernel_message("display_data", data=["x"], metadata={}),
+        kernel_message("execute_result", data={"text/plain": "x"}, metadata={},
+                       execution_count="one"),
+        kernel_message("display_data", data={"text/plain": 3}, metadata={}),
+        kernel_message("stream", name="stdout"),
+    ],
+)
+def test_a_malformed_output_is_dropped(message):
+    client = budgeted_client()
+    send(client, message)
+    assert client.nb.cells[0].outputs == []
+
+
+def test_no_widget_state_is_kept():
+    client = budgeted_client()
+    state = {"_model_module": "@jupyter-widgets/output", "_model_name": "OutputModel",
+             "outputs": [], "msg_id": "p", "big": "s" * MESSAGE}
+    send(client, kernel_message("comm_open", comm_id="c", target_name="jupyter.widget",
+                                data={"state": state}))
+    send(client, ARRIVING["stdout"]("captured\n"))
+    assert client.widget_state == {} and client.comm_objects == {}
+    assert client.nb.cells[0].outputs[0].text == "captured\n"
+
+
+def test_the_budget_is_the_one_limit_output_size_is_configured_with():
+    config = Config()
+    config.LimitOutputSize.max_characters = 10
+    client = BudgetedClient(new_notebook(), config=config)
+    assert (client.output_budget.per_output, client.output_budget.per_cell) == (10, CELL_LIMIT)
+
+
+def test_a_budget_needs_limits_of_zero_characters_or_more():
+    with pytest.raises(ValueError, match="0 characters or more"):
+        OutputBudget(LIMIT, -1, LIMIT)
+
+
+@pytest.mark.parametrize(
+    "characters, shown",
+    [(12, "12 characters"), (8_388_608, "8.39 MB"), (812_000_000, "812 MB"), (1.14e9, "1.14 GB")],
+)
+def test_what_was_cut_is_told_as_a_size_a_person_reads(characters, shown):
+    assert size_text(characters) == shown

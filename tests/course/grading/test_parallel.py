@@ -128,7 +128,7 @@ def test_the_summary_and_review_name_every_case(sequential):
     assert "renamed: not graded, no 01_softmax_lab.ipynb" in message, message
     assert "refused:" in message and "forbidden:" in message, message
     assert "forbidden: softmax, line 2: it calls softmax, which this lab forbids" in message
-    assert "refused: softmax, line 2: it calls eval, which reaches the interpreter" in message
+    assert "refused: softmax, line 2: it calls eval, which runs code from a string" in message
     assert f"  {cgroups.mode().describe()}" in message.splitlines(), message
 
 

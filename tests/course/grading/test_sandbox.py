@@ -2,8 +2,11 @@
 the socket folder that a kernel can neither fill nor use against the grader, and the control
 group that bounds the sandbox whole (its processes, and its share of the CPU beside another)."""
 
+import ctypes
+import errno
 import json
 import os
+import pwd
 import signal
 import subprocess
 import tempfile
@@ -329,6 +332,83 @@ def test_the_whole_sandbox_shares_one_limit_on_processes(tmp_path):
     assert int(text) < 16
 
 
+IPC_CREAT, IPC_RMID = 0o1000, 0
+SEGMENT_BYTES = 2 * sandbox.MiB
+
+
+def hoard_system_v_ipc():
+    """Keep System V segments (filled, detached), queues and semaphore sets until refused."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.shmat.restype = ctypes.c_void_p
+    limit = sandbox.Limits().shared_memory_bytes
+    found = {"one_too_large": libc.shmget(0, ctypes.c_size_t(2 * limit), IPC_CREAT | 0o600)}
+    kept = 0
+    for _ in range(100):  # 200 MiB, where Linux's defaults would allow it
+        segment = libc.shmget(0, ctypes.c_size_t(SEGMENT_BYTES), IPC_CREAT | 0o600)
+        if segment < 0:
+            break
+        address = libc.shmat(segment, None, 0)
+        ctypes.memset(address, 1, SEGMENT_BYTES)
+        libc.shmdt(ctypes.c_void_p(address))
+        kept += SEGMENT_BYTES
+    found["kept_bytes"] = kept
+    found["queues"] = made_until_refused(lambda: libc.msgget(0, IPC_CREAT | 0o600))
+    found["large_set"] = libc.semget(0, 1000, IPC_CREAT | 0o600)
+    found["sets"] = made_until_refused(lambda: libc.semget(0, 8, IPC_CREAT | 0o600))
+    return json.dumps(found)
+
+
+def made_until_refused(make, most=1000):
+    """How many times make() -> an id succeeds (up to `most`) before it returns -1."""
+    for made in range(most):
+        if make() < 0:
+            return made
+    return most
+
+
+def test_system_v_ipc_beyond_the_small_limits_of_the_sandbox_is_refused(tmp_path):
+    text, ipc_dir = sandboxed_look(tmp_path, hoard_system_v_ipc)  # no group: rlimits only
+    sandbox.remove_socket_folder(ipc_dir)
+    found, limits = json.loads(text), sandbox.Limits()
+    assert found["one_too_large"] == -1 and found["large_set"] == -1
+    assert 0 < found["kept_bytes"] <= limits.shared_memory_bytes
+    assert 0 < found["queues"] <= limits.ipc_objects
+    assert 0 < found["sets"] <= limits.ipc_objects
+
+
+def test_the_ipc_limits_count_pages_and_objects():
+    settings = sandbox.ipc_settings(sandbox.Limits(shared_memory_bytes=8 * sandbox.MiB), 4096)
+    assert (settings["shmmax"], settings["shmall"]) == (8 * sandbox.MiB, 2048)
+    assert settings["sem"] == "32 512 32 16" and settings["msgmni"] == 16
+
+
+def make_memory_file():
+    """Make an anonymous memory file and grow it: "made", or why not."""
+    try:
+        descriptor = os.memfd_create("hoard")
+    except OSError as error:
+        return f"refused: {errno.errorcode[error.errno]}"
+    os.ftruncate(descriptor, sandbox.MiB)
+    return "made"
+
+
+def test_without_a_group_no_anonymous_memory_file_can_be_made(tmp_path):
+    text, ipc_dir = sandboxed_look(tmp_path, make_memory_file)
+    sandbox.remove_socket_folder(ipc_dir)
+    assert text == "refused: ENOSYS"
+
+
+@in_control_groups
+def test_in_a_group_which_counts_its_memory_an_anonymous_memory_file_can_be_made(tmp_path):
+    group = cgroups.create(sandbox.Limits())
+    try:
+        text, ipc_dir = sandboxed_look(tmp_path, make_memory_file, group)
+    finally:
+        group.remove()
+    sandbox.remove_socket_folder(ipc_dir)
+    assert text == "made"
+
+
 CGROUP2_MOUNTINFO = "30 23 0:26 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw\n"
 
 
@@ -351,6 +431,85 @@ def test_on_cgroup_v2_the_controllers_are_handed_down_and_each_sandbox_limited(t
         "pids.max": str(limits.processes),
         "cpu.weight": str(cgroups.CPU_WEIGHT),
     }
+
+
+def test_a_user_outside_the_group_delegated_to_it_moves_in_and_makes_sandboxes_there(
+    tmp_path, monkeypatch
+):
+    uid = os.geteuid() or pwd.getpwnam("nobody").pw_uid  # as root, stand in for another user
+    monkeypatch.setattr(os, "geteuid", lambda: uid)
+    hierarchy = tmp_path / "cgroup"  # a stand-in for the files of a cgroup v2 hierarchy
+    delegated = hierarchy / cgroups.DELEGATED / pwd.getpwuid(uid).pw_name
+    (delegated / cgroups.LEAF).mkdir(parents=True)
+    (hierarchy / "session.scope").mkdir()
+    os.chown(delegated, uid, -1)
+    for folder in (hierarchy / "session.scope", delegated, delegated / cgroups.LEAF):
+        (folder / "cgroup.controllers").write_text("cpu memory pids\n")
+        (folder / "cgroup.subtree_control").write_text("\n")
+    (tmp_path / "mountinfo").write_text(CGROUP2_MOUNTINFO.replace("/sys/fs/cgroup", str(hierarchy)))
+    (tmp_path / "membership").write_text("0::/session.scope\n")
+    cgroups._find_hierarchy(tmp_path / "mountinfo", tmp_path / "membership")
+    entry = delegated / cgroups.LEAF / "cgroup.procs"
+    assert entry.read_text() == "0"  # the process moved itself in
+    entry.unlink()
+    inside = delegated.relative_to(hierarchy) / cgroups.LEAF
+    (tmp_path / "membership").write_text(f"0::/{inside}\n")  # as Linux then says
+    found = cgroups._find_hierarchy(tmp_path / "mountinfo", tmp_path / "membership")
+    assert (found.kind, found.parents) == (cgroups.V2, (delegated,)) and not entry.exists()
+    assert (delegated / "cgroup.subtree_control").read_text() == "+memory +pids +cpu"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can delegate a group")
+@in_control_groups
+def test_a_user_grades_in_the_group_that_root_delegated_to_it():
+    nobody = pwd.getpwnam("nobody")
+    entry = cgroups.delegate("nobody")
+    try:
+        assert all(folder.stat().st_uid == nobody.pw_uid for folder in entry.folders)
+
+        def as_nobody():
+            os.setgroups([])
+            os.setresgid(nobody.pw_gid, nobody.pw_gid, nobody.pw_gid)
+            os.setresuid(nobody.pw_uid, nobody.pw_uid, nobody.pw_uid)
+            cgroups.mode.cache_clear()
+            group = cgroups.create(sandbox.Limits())
+            made = [str(folder.parent) for folder in group.folders]
+            group.remove()
+            return {"mode": cgroups.mode().describe(), "made_in": made}
+
+        found, error = sandbox.in_child(as_nobody)
+    finally:
+        cgroups.undelegate("nobody")
+    assert not error, error
+    delegated = [f.parent if f.name == cgroups.LEAF else f for f in entry.folders]
+    assert found["made_in"] == [str(folder) for folder in delegated]
+    assert "rlimits" not in found["mode"], found
+    assert not any(folder.exists() for folder in delegated)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can give a group to another user")
+def test_on_cgroup_v2_root_delegates_a_group_whose_processes_start_in_its_leaf(
+    tmp_path, monkeypatch
+):
+    own = tmp_path / "cgroup" / "hub.service"  # a stand-in for the hub's group, controllers on
+    own.mkdir(parents=True)
+    monkeypatch.setattr(cgroups, "mode", lambda: cgroups.Mode(cgroups.V2, "stand-in", (own,)))
+    folder = own / cgroups.DELEGATED / "nobody"
+    (folder / cgroups.LEAF).mkdir(parents=True)
+    for name in ("cgroup.procs", "cgroup.subtree_control"):
+        (folder / name).write_text("")
+    entry = cgroups.delegate("nobody")
+    nobody = pwd.getpwnam("nobody").pw_uid
+    assert entry == cgroups.Group(cgroups.V2, (folder / cgroups.LEAF,))
+    assert (folder.parent / "cgroup.subtree_control").read_text() == "+memory +pids +cpu"
+    for path in (folder, folder / "cgroup.procs", folder / "cgroup.subtree_control"):
+        assert path.stat().st_uid == nobody, path
+    assert (folder / cgroups.LEAF).stat().st_uid == nobody
+
+
+def test_only_a_unix_user_may_be_delegated_a_group():
+    with pytest.raises(ValueError, match="expected the name of a Unix user"):
+        cgroups.delegate("no-such-user-of-the-course")
 
 
 def test_where_there_is_no_hierarchy_the_mode_says_rlimits_and_why(tmp_path):

@@ -87,6 +87,28 @@ def test_clone3_fails_with_enosys_so_that_the_c_library_uses_clone():
     assert in_filtered_child(lambda: syscall("clone3", 0, 0)) == errno.ENOSYS
 
 
+# memfd_create with no name fails with EFAULT where the filter lets it through.
+MEMORY_FILES = [(True, errno.EFAULT), (False, errno.ENOSYS)]
+
+
+@pytest.mark.parametrize(("memory_files", "expected"), MEMORY_FILES)
+def test_memfd_create_is_denied_only_where_no_group_counts_its_memory(memory_files, expected):
+    def look():
+        syscall_filter.install(memory_files)
+        return syscall("memfd_create", 0, 0)
+
+    assert in_filtered_child(look, filtered=False) == expected
+
+
+@pytest.mark.parametrize("call", ["shmget", "msgget", "semget"])
+def test_system_v_ipc_is_denied_where_its_limits_could_not_be_set(call):
+    def look():
+        syscall_filter.install(system_v_ipc=False)
+        return syscall(call, 0, 1, 0o1600)  # IPC_PRIVATE, one byte or one semaphore, IPC_CREAT
+
+    assert in_filtered_child(look, filtered=False) == errno.EPERM
+
+
 def refusals(family):
     """The errno of socket(family) and of socketpair(family) in this process."""
     codes = []

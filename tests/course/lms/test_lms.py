@@ -10,14 +10,16 @@ tests read what each command left behind.
 import csv
 import io
 import json
+import os
 import re
+import stat
 import zipfile
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from course.coursedir import gradebook_db, paths
+from course.coursedir import gradebook_db, notebooks, paths
 from course.coursedir.nbgrader_run import instructor as run_instructor
 from course.coursedir.scratch import autograded_scores
 from course.lms import gradebook_csv, names
@@ -28,13 +30,12 @@ LAB = "01_softmax"
 NOTEBOOK = paths.lab_filename(LAB)
 WRITTEN = "written_stability"
 COMMENT = "Part 1 is right; for part 2, square the weights *and* renormalise."
+CODE, CODE_COMMENT = "softmax", "Neat: the maximum is subtracted along the same dim."
 HIDDEN_LINES = [
     "generator = torch.Generator().manual_seed(101)",
     "for shape in [(7,), (3, 5)",
     "extreme = torch.tensor",
 ]
-
-
 
 
 def notebook_bytes(nb):
@@ -239,6 +240,33 @@ def test_blackboard_latest_attempt_wins_and_several_notebooks_are_not_guessed(tm
     assert "eve: notes.pdf" in result.message
 
 
+def test_links_fifos_and_link_entries_of_zips_are_refused_and_named(tmp_path):
+    archive = tmp_path / "downloaded" / LAB / "archive"
+    archive.mkdir(parents=True)
+    secret = paths.source_lab(LAB)
+    (archive / f"Lab1_eve_attempt_2026-10-01-10-00-00_{NOTEBOOK}").symlink_to(secret)
+    os.mkfifo(archive / f"Lab1_mal_attempt_2026-10-01-10-00-00_{NOTEBOOK}")
+    (archive / f"Lab1_ada_attempt_2026-10-01-10-00-00_{NOTEBOOK}").write_bytes(b"{}")
+    link_entry = zipfile.ZipInfo(f"Lab1_bob_attempt_2026-10-01-10-00-00_{NOTEBOOK}")
+    link_entry.external_attr = (stat.S_IFLNK | 0o777) << 16
+    with zipfile.ZipFile(archive / "gradebook_lab1.zip", "w") as bundle:
+        bundle.writestr(link_entry, str(secret))
+    result = collect_export(tmp_path, LAB)
+    submitted = tmp_path / "submitted"
+    assert sorted(p.name for p in submitted.iterdir()) == ["ada"]
+    assert not result.ok
+    for student, what in [
+        ("eve", "a symbolic link"),
+        ("mal", "a FIFO"),
+        ("bob", "a symbolic link"),
+    ]:
+        assert (
+            f"{student}_attempt_2026-10-01-10-00-00_{NOTEBOOK} from student {student}: {what}"
+            in result.message
+        )
+    assert "BEGIN SOLUTION" not in (submitted / "ada" / LAB / NOTEBOOK).read_text()
+
+
 # ---------------------------------------------------------------------------------------------
 # The round trip, one scratch course per LMS
 
@@ -255,6 +283,7 @@ def grade_by_hand(root, student, score, comment):
         grade = next(g for g in notebook.grades if g.name == WRITTEN)
         grade.manual_score, grade.needs_manual_grade = score, False
         next(c for c in notebook.comments if c.name == WRITTEN).manual_comment = comment
+        next(c for c in notebook.comments if c.name == CODE).manual_comment = CODE_COMMENT
         book.db.commit()
 
 
@@ -461,7 +490,9 @@ def test_moodle_worksheet_is_filled_by_participant_id(moodle):
         "Participant 104": "",
     }
     for old, new in zip(csv_rows(original), csv_rows(written), strict=True):
-        assert old[:4] + old[5:] == new[:4] + new[5:]
+        assert old[:4] + old[5:9] == new[:4] + new[5:9]  # the grade and the comments change
+    comments = {row[0]: row[9] for row in csv_rows(written)[1:]}
+    assert comments["Participant 103"] == f"{CODE}: {CODE_COMMENT}\n\n{WRITTEN}: {COMMENT}"
     assert "104 (Alan Turing)" in result.stdout
 
 
@@ -492,14 +523,17 @@ def feedback_html(course, student):
 def test_the_summary_counts_the_answers_to_grade_and_flags_late_work_without_penalty(canvas):
     out = canvas["autograde"].stdout
     assert "3 written answers to grade by hand in the formgrader" in out, out
-    assert "  23456: late, no penalty: no due date set" in out
+    assert "  23456 (turingalan): late, no penalty: no due date set" in out
 
 
 def test_feedback_waits_for_the_written_answers_unless_asked_for_early(canvas, moodle):
     out = canvas["held_feedback"].stdout
     assert canvas["held_feedback"].returncode == 0, out + canvas["held_feedback"].stderr
-    assert f"{LAB}: feedback of 1 students written to feedback/" in out
-    assert "no feedback yet, written answers to grade in the formgrader first: 23456, s001" in out
+    assert f"{LAB}: feedback of 1 student written to feedback/" in out
+    assert (
+        "no feedback yet, written answers to grade in the formgrader first: "
+        "23456 (turingalan), s001 (Lovelace, Ada)" in out
+    )
     assert "PROVISIONAL=1" in out
     canvas_zip = canvas["held_zips"]["feedback_canvas.zip"]
     assert list(canvas_zip) == ["ångströmzoë_34567_678903_Copy of 01_softmax_lab.ipynb"]
@@ -508,7 +542,10 @@ def test_feedback_waits_for_the_written_answers_unless_asked_for_early(canvas, m
         f"Grace Hopper_103_assignsubmission_file_/{LAB}_lab.html",
         f"José María Núñez_102_assignsubmission_file_/{LAB}_lab.html",
     ]
-    assert "provisional, written answers to be graded: 23456, s001" in canvas["feedback"].stdout
+    assert (
+        "provisional, written answers to be graded: 23456 (turingalan), s001 (Lovelace, Ada)"
+        in canvas["feedback"].stdout
+    )
 
 
 def test_feedback_says_to_be_graded_for_an_answer_not_graded_and_in_the_total(canvas):
@@ -534,6 +571,9 @@ def test_the_lms_feedback_has_the_comment_and_the_answers_to_grade(canvas, moodl
     graded = nbformat.reads(canvas_zip["ångströmzoë_34567_678903_Copy of 01_softmax_lab.ipynb"], 4)
     comment = next(cell for cell in graded.cells if COMMENT in cell.source)
     assert comment.source.startswith(f"**Comment on {WRITTEN}:**")
+    sources = [cell.source for cell in graded.cells]
+    on_code = sources.index(f"**Comment on {CODE}:**\n\n{CODE_COMMENT}")
+    assert notebooks.nbgrader_meta(graded.cells[on_code - 1]).get("grade_id") == CODE
     assert f"| {WRITTEN} | 1.75 / 2 |" in graded.cells[0].source
     assert f"| {WRITTEN} | to be graded / 2 |" in canvas_zip[f"lovelaceada_12345_678901_{NOTEBOOK}"]
     moodle_zip = read_zip(moodle["root"] / "upload" / LAB / "feedback_moodle.zip")
@@ -563,7 +603,8 @@ def test_grades_csv_marks_the_provisional_scores(canvas):
     result = canvas["grades_csv"]
     assert result.returncode == 0, result.stdout + result.stderr
     assert (
-        "provisional" in result.stdout and "23456 (01_softmax), s001 (01_softmax)" in result.stdout
+        "provisional" in result.stdout
+        and "23456 (turingalan) (01_softmax), s001 (Lovelace, Ada) (01_softmax)" in result.stdout
     )
     written = (canvas["root"] / "grades.csv").read_text()
     rows = {row["student"]: row for row in csv.DictReader(io.StringIO(written))}
@@ -578,3 +619,17 @@ def test_a_name_without_a_roster_is_kept_as_the_lms_wrote_it(canvas):
         assert (student.last_name, student.first_name) == ("turingalan", "")
         ada = book.find_student("s001")
         assert (ada.last_name, ada.first_name) == ("Lovelace", "Ada")
+
+
+def test_moodle_worksheet_keeps_each_cells_quoting_and_gets_the_comments():
+    worksheet = (
+        '"Identifier","Full name","Status","Grade","Maximum Grade","Feedback comments"\n'
+        '"Participant 101","Zoë Ångström","Submitted for grading",,10.00,""\n'
+        '"Participant 105","Ada Lovelace","No submission",,10.00,""\n'
+    )
+    comments = {"101": 'softmax: subtract the "maximum" first\n\nwritten_stability: say why'}
+    text, _, _ = gradebook_csv.fill_gradebook(worksheet, LAB, {"101": 7.5}, comments=comments)
+    first = text.splitlines()[1]
+    assert first.startswith('"Participant 101","Zoë Ångström","Submitted for grading",7.5,10.00,')
+    assert csv_rows(text)[1][5] == comments["101"]
+    assert text.splitlines()[-1] == worksheet.splitlines()[-1]

@@ -1,0 +1,50 @@
+"""The grader's memory under floods of output of every kind (tests/attacks/floods.py).
+
+Each flood runs in the course's executor with a sandboxed kernel, in a process of its own
+(output_memory.py) that measures its peak resident memory; an honest cell is the baseline.
+"""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from attacks.floods import FLOODS
+
+from course.coursedir.nbgrader_run import nbgrader_environment
+from course.coursedir.paths import ROOT
+
+RISE_LIMIT_MIB = 256  # the most a flood may add to the grader's peak memory
+CELL_CHARACTERS = 2_000_000  # what a cell keeps (c.LimitOutputSize.max_cell_characters)
+NOTE_SLACK = 1_000
+
+
+@pytest.fixture(scope="module")
+def peaks():
+    """name -> (peak growth in MiB, characters kept, the end of the cell's text) of each run."""
+    script = Path(__file__).with_name("output_memory.py")
+    names = ["honest", "honest", *(flood.name for flood in FLOODS)]  # the first one warms up
+    environment = nbgrader_environment()
+    environment["PYTHONPATH"] = f"{ROOT}:{ROOT / 'tests'}"
+    result = subprocess.run(
+        [sys.executable, str(script), *names],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=environment,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    return {name: (growth, kept, last) for name, growth, kept, last in rows}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("flood", FLOODS, ids=lambda flood: flood.name)
+def test_a_flood_of_output_adds_little_to_the_graders_peak_memory(peaks, flood):
+    honest, _, _ = peaks["honest"]
+    growth, kept, last = peaks[flood.name]
+    print(f"{flood.name}: peak growth {growth:.0f} MiB ({honest:.0f} MiB honest)")
+    assert growth < honest + RISE_LIMIT_MIB, (flood.name, growth, honest)
+    assert kept < CELL_CHARACTERS + NOTE_SLACK
+    assert "output cut:" in last or "The autograder dropped outputs of this cell" in last, last
