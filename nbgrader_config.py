@@ -3,11 +3,12 @@
 import os
 from pathlib import Path
 
+from course.coursedir import paths
 from course.grading.preprocessors import mathml
 
 c = get_config()  # noqa: F821 - provided by nbgrader when it loads this file
 
-c.CourseDirectory.course_id = "attention-step-by-step"
+c.CourseDirectory.course_id = paths.COURSE_ID
 # The local workflow needs no exchange (make collect reads the LMS's export): an empty one in the
 # course folder (exchange/, ignored by git) keeps the formgrader from warning that nbgrader's
 # default one is missing. A class on JupyterHub (deploy/) names its own in COURSE_EXCHANGE.

@@ -9,7 +9,9 @@ import pwd
 import sys
 from pathlib import Path
 
-COURSE_ID = "attention-step-by-step"
+from course.coursedir import paths
+
+COURSE_ID = paths.COURSE_ID
 DEPLOY = Path(__file__).resolve().parent
 INSTRUCTOR = os.environ.get("COURSE_INSTRUCTOR", "instructor")
 STUDENTS_GROUP = os.environ.get("COURSE_STUDENTS_GROUP", "students")

@@ -55,11 +55,12 @@ def masked_attention(query, keys, values, allowed):
 class RotarySelfAttention(nn.Module):
     """Multi-head causal self-attention with RoPE that can run step by step over a LayerCache."""
 
-    def __init__(self, d_model, n_heads):
+    def __init__(self, d_model, n_heads, causal=True):
         super().__init__()
         if d_model % n_heads or (d_model // n_heads) % 2:
             raise ValueError(f"d_model={d_model} must split into n_heads={n_heads} even heads")
         self.n_heads = n_heads
+        self.causal = validation.boolean(causal, "causal")
         self.in_proj = nn.Linear(d_model, 3 * d_model)  # queries, keys and values at once
         self.out_proj = nn.Linear(d_model, d_model)
 
@@ -75,6 +76,8 @@ class RotarySelfAttention(nn.Module):
         if cache is not None:
             k, v = cache.add(k, v)  # (N, n_heads, L_seen, d_head) each
         allowed = causal_mask(k.shape[2])[start:]  # (L_new, L_seen): the rows of the new queries
+        if not self.causal:  # every query sees every key, the later ones too
+            allowed = torch.ones_like(allowed)
         if key_mask is not None:
             allowed = allowed & key_mask[:, None, None, :]  # (N, 1, L_new, L_seen)
         context, weights = masked_attention(q, k, v, allowed)
@@ -84,10 +87,10 @@ class RotarySelfAttention(nn.Module):
 class Block(nn.Module):
     """Pre-LN block: x + attention(LN(x)), then x + feed-forward(LN(x))."""
 
-    def __init__(self, d_model, n_heads, d_ff):
+    def __init__(self, d_model, n_heads, d_ff, causal=True):
         super().__init__()
         self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
-        self.attention = RotarySelfAttention(d_model, n_heads)
+        self.attention = RotarySelfAttention(d_model, n_heads, causal)
         self.feed_forward = nn.Sequential(
             nn.Linear(d_model, d_ff), nn.GELU(), nn.Linear(d_ff, d_model)
         )
@@ -100,15 +103,19 @@ class Block(nn.Module):
 
 
 class TinyGPT(nn.Module):
-    """Embedding, n_layers pre-LN RoPE blocks under a causal mask, final LayerNorm, linear head."""
+    """Embedding, n_layers pre-LN RoPE blocks under a causal mask, final LayerNorm, linear head.
 
-    def __init__(self, vocab_size, d_model=64, n_heads=4, n_layers=2, d_ff=256, max_length=512):
+    `causal=False` drops the causal mask, so that each position also reads the tokens after it.
+    """
+
+    def __init__(self, vocab_size, d_model=64, n_heads=4, n_layers=2, d_ff=256, max_length=512,
+                 causal=True):
         super().__init__()
         self.vocab_size = validation.positive_int(vocab_size, "vocab_size")
         self.max_length = validation.positive_int(max_length, "max_length")
         self.embed = nn.Embedding(vocab_size, d_model)
         self.blocks = nn.ModuleList(
-            Block(d_model, n_heads, d_ff)
+            Block(d_model, n_heads, d_ff, causal)
             for _ in range(validation.positive_int(n_layers, "n_layers"))
         )
         self.norm = nn.LayerNorm(d_model)

@@ -1,13 +1,14 @@
 """What your instructor will see about a cell you wrote: findings, never a verdict.
 
-Your points come only from what the tests compute. Beside them, the grader reads each cell you
+The tests compute your points. Beside them, the grader reads each cell you
 wrote and lists, for your instructor, what a lab asks you not to use: an import outside the
 lab's modules, a call the lab forbids (`torch.softmax` in the softmax lab), a reach into
 files, processes or the interpreter, and a call that runs code from a string or a pickle
 (`eval`, `typing.get_type_hints`, `timeit`, `pickle.loads`, `np.load(..., allow_pickle=True)`).
 A string literal that such a call runs, and a string annotation, is read as code too.
 `show_findings()` (run by each lab's setup cell) shows you the same findings, in the same
-words, as each of your cells runs, and nbgrader's Validate lists them too.
+words, as each of your cells runs, and nbgrader's Validate lists them too. A call or an import
+the lab forbids breaks its rules: your instructor may take points for it when grading by hand.
 
 A finding is best effort: it reads the code as written, so code that hides a call is not
 listed. It never stops a cell from running.
@@ -776,8 +777,9 @@ def finding_note(cell_findings):
     """What a student sees under a cell with findings."""
     lines = "\n".join(f"  {finding}" for finding in cell_findings)
     return (
-        "Your instructor will see these findings about this cell (your points come only from "
-        f"the tests):\n{lines}\n"
+        "Your instructor will see these findings about this cell. The tests give your points; "
+        "a call or an import the lab forbids breaks its rules all the same, and your instructor "
+        f"may take points for it when grading by hand:\n{lines}\n"
     )
 
 

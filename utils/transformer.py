@@ -53,8 +53,13 @@ def rope_frequencies(d_head, base=10000.0, dtype=torch.float32) -> torch.Tensor:
 
 def masked_softmax(scores, allowed) -> torch.Tensor:
     """Softmax of scores (..., Lk) over the keys `allowed` (broadcast) keeps; empty rows all 0."""
-    weights = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)
-    return weights.nan_to_num(0.0)  # a row with no allowed key: 0 / 0 gave NaN, now all zeros
+    if not isinstance(allowed, torch.Tensor) or allowed.dtype != torch.bool:
+        raise ValueError(f"allowed must be a bool tensor (True = may attend), got {allowed!r}")
+    hidden = scores.masked_fill(~allowed, float("-inf"))  # (..., Lq, Lk)
+    floor = torch.finfo(hidden.dtype).min  # a finite shift for a row with no allowed key
+    shift = hidden.detach().amax(dim=-1, keepdim=True).clamp(min=floor)  # (..., Lq, 1)
+    exps = (hidden - shift).exp()  # 0 at every hidden key; the largest allowed key gives 1
+    return exps / exps.sum(dim=-1, keepdim=True).clamp(min=1.0)  # an empty row: 0 / 1, no NaN
 
 
 def rotate(x, base=10000.0, start=0) -> torch.Tensor:

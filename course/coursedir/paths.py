@@ -1,6 +1,10 @@
 """Where things live in the course directory."""
 
+import re
 from pathlib import Path
+
+COURSE_ID = "attention-step-by-step"  # nbgrader's course id, and the course's folder on the hub
+LAB_NAME = re.compile(r"^\d{2}_[a-z0-9_]+$")  # a lab's name: 01_softmax, 10_tiny_gpt
 
 ROOT = Path(__file__).resolve().parents[2]  # course/coursedir/paths.py -> the repository
 SOURCE = ROOT / "source"

@@ -80,6 +80,12 @@ FLOODS = [
         characters=15 * 2**20,
     ),
     Flood(
+        name="prints_60_mb",
+        why="writes 60 MB to stdout again and again: messages over the limit of an output message",
+        body="sys.stdout.write(chunk)\nsys.stdout.flush()",
+        characters=60_000_000,
+    ),
+    Flood(
         name="tiny_outputs",
         why="displays a character, then prints one to stderr, again and again",
         body='display({"text/plain": "x"}, raw=True)\nsys.stderr.write("x")\nsys.stderr.flush()',

@@ -121,8 +121,9 @@ ATTACKS = [
         name="blanks_test_cells",
         why="an input transformer blanks every later cell that checks or asserts",
         code=BLANKS_TEST_CELLS + WRONG_SOFTMAX,
-        # The hook blanks the grader's own requests too: no test can reach the kernel.
-        shows=("TestError: your code did not stop when it was interrupted", GET_IPYTHON),
+        # The hook blanks the grader's own requests too (its agent's start): no test can reach
+        # the kernel, which says at once that it is done with each request it never answered.
+        shows=("TestError: your kernel took the grader's request and sent no reply", GET_IPYTHON),
         loses=EXERCISES,
         keeps=(),
     ),

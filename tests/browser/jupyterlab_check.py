@@ -27,6 +27,8 @@ from playwright.sync_api import expect
 
 from course.coursedir import gradebook_db, notebooks, paths
 from course.coursedir.scratch import fill, scratch_course, solution_cells, submit
+from course.coursedir.submissions import cell_comments
+from course.lms import feedback_zip
 
 LAB = "01_softmax"
 WRONG_SOFTMAX = "def softmax(scores, dim=-1):\n    e = scores.exp()\n    return e / e.sum()\n"
@@ -300,6 +302,35 @@ def test_moving_a_lecture_control_redraws_its_figure_and_readout(browser, server
     page.close()
 
 
+HEAD_LECTURE = "07_multihead_attention.ipynb"
+HEAD_CONTROL = "interactive.head_view("
+
+
+def test_the_head_control_marks_the_chosen_query_word_in_its_figure(browser, server):
+    page = open_lab(browser, server, f"notebooks/{HEAD_LECTURE}")
+    index = cell_index(page, HEAD_CONTROL)
+    run_cells_up_to(page, index)
+    cell = page.locator(".jp-Notebook .jp-Cell").nth(index)
+    word = cell.locator(".widget-slider", has_text="query word")
+    word.wait_for(timeout=120_000)
+    before_image, before_text = figure_and_readout(cell)
+    before_word = word.locator(".widget-readout").inner_text()
+    word.locator(".ui-slider-handle, .noUi-handle").first.focus()
+    page.keyboard.press("ArrowRight")
+    expect(cell.locator(".jp-OutputArea-output pre").last).not_to_have_text(
+        before_text, timeout=60_000
+    )
+    after_image, after_text = figure_and_readout(cell)
+    after_word = word.locator(".widget-readout").inner_text()
+    cell.scroll_into_view_if_needed()
+    SCREENSHOTS.mkdir(exist_ok=True)
+    page.screenshot(path=SCREENSHOTS / "head_control_after_a_move.png")
+    page.close()
+    assert after_word != before_word and not after_word.isdigit(), (before_word, after_word)
+    assert f"weights of query {after_word!r}" in after_text, after_text
+    assert after_image != before_image, "the heat map did not change with the query"
+
+
 def test_a_failed_checks_message_and_hint_come_first_in_validate(browser, server):
     page = open_lab(browser, server)
     solution = cell_index(page, SOFTMAX_CELL)
@@ -399,6 +430,40 @@ def test_the_formgraders_autograde_button_keeps_a_hand_grade(browser, server, gr
     assert hand_grade(graded) == (grade_id, HAND_SCORE, False)
     assert "[DEBUG]" not in text and "has changed!" not in text, text
     assert "Restored the hidden tests of cell" in text, text
+
+
+CODE_ANSWER = "softmax"  # lab 01's first code answer
+CODE_COMMENT = "Clear and stable: the maximum is subtracted along the same dim."
+WRITTEN_COMMENT = "Right idea; say why the shift leaves the weights unchanged."
+
+
+def comment_on(root, comments):
+    """Write the grader's comments (cell id -> text) on the student's lab 01, as the formgrader."""
+    notebook = Path(paths.lab_filename(LAB)).stem
+    with gradebook_db.open_gradebook(root) as gradebook:
+        submission = gradebook.find_submission_notebook(notebook, LAB, STUDENT)
+        for comment in submission.comments:
+            if comment.name in comments:
+                comment.manual_comment = comments[comment.name]
+        gradebook.db.commit()
+
+
+def test_the_canvas_notebook_shows_each_comment_under_its_answer(browser, server, graded):
+    comment_on(graded, {CODE_ANSWER: CODE_COMMENT, WRITTEN: WRITTEN_COMMENT})
+    autograded = paths.autograded(graded, STUDENT, LAB) / paths.lab_filename(LAB)
+    grades = feedback_zip.cell_grades(LAB, STUDENT, graded)
+    with gradebook_db.open_gradebook(graded) as gradebook:
+        comments = cell_comments(gradebook, LAB, STUDENT)
+    nb = feedback_zip.feedback_notebook(autograded, grades, LAB, comments)
+    notebooks.write(nb, graded / "canvas_feedback.ipynb")
+    page = open_lab(browser, server, "canvas_feedback.ipynb")
+    rendered = page.locator(".jp-RenderedMarkdown")
+    for text in (CODE_COMMENT, WRITTEN_COMMENT):
+        expect(rendered.get_by_text(text)).to_be_visible(timeout=60_000)
+    rendered.get_by_text(CODE_COMMENT).scroll_into_view_if_needed()
+    SCREENSHOTS.mkdir(exist_ok=True)
+    page.screenshot(path=SCREENSHOTS / "canvas_notebook_comments.png")
+    page.close()
 
 
 def offline_page(browser):

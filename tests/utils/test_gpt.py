@@ -69,6 +69,20 @@ def test_model_is_causal_and_ignores_hidden_padding():
     assert not torch.allclose(model(padded)[:, 3:], logits, atol=1e-3)
 
 
+def test_model_without_the_causal_mask_reads_later_tokens_with_the_same_weights():
+    masked = small_model()
+    leaky = gpt.TinyGPT(11, d_model=16, n_heads=2, n_layers=2, d_ff=32, max_length=40,
+                        causal=False).eval()
+    leaky.load_state_dict(masked.state_dict())
+    tokens = torch.randint(11, (2, 9), generator=torch.Generator().manual_seed(0))
+    changed = tokens.clone()
+    changed[:, -1] = (changed[:, -1] + 1) % 11
+    assert not torch.allclose(leaky(changed)[:, 0], leaky(tokens)[:, 0], atol=1e-3)
+    torch.testing.assert_close(leaky(tokens[:, :1]), masked(tokens[:, :1]))  # one token
+    with pytest.raises(ValueError, match="causal must be True or False"):
+        gpt.TinyGPT(11, causal="no")
+
+
 def test_cached_steps_give_the_full_pass_and_count_their_bytes():
     model = small_model()
     tokens = torch.randint(11, (3, 12), generator=torch.Generator().manual_seed(1))

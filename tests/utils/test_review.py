@@ -19,6 +19,7 @@ from utils.review import (
     LabPolicy,
     bound_names,
     defined_names,
+    finding_note,
     findings,
     free_names,
     imported_names,
@@ -801,3 +802,9 @@ def test_outside_a_labs_folder_no_cell_shows_findings(folder, shell, monkeypatch
     shell.run_cell("from utils.review import show_findings\nshow_findings()\n")
     result = shell.run_cell("import os\nx = eval('1')\n")
     assert result.success and "findings" not in capsys.readouterr().out
+
+
+def test_the_note_under_a_cell_says_a_forbidden_call_may_cost_points_by_hand():
+    note = finding_note(["line 2: it calls softmax, which this lab forbids"])
+    assert "The tests give your points" in note and "may take points for it" in note
+    assert note.endswith("  line 2: it calls softmax, which this lab forbids\n")

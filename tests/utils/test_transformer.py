@@ -4,6 +4,8 @@ import math
 
 import pytest
 import torch
+from torch.utils import _pytree as pytree
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from utils import transformer
 from utils.transformer import (
@@ -135,3 +137,42 @@ def test_masked_softmax_gives_hidden_keys_and_empty_rows_zero():
     weights = transformer.masked_softmax(scores, allowed)
     torch.testing.assert_close(weights[0], torch.softmax(torch.tensor([1.0, -math.inf, 3.0]), 0))
     assert weights[1].eq(0).all()
+
+
+class NaNRecorder(TorchDispatchMode):
+    """Record every ATen operation whose floating-point result holds a NaN, forward or backward."""
+
+    def __init__(self):
+        super().__init__()
+        self.creators = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        result = func(*args, **(kwargs or {}))
+        for tensor in pytree.tree_leaves(result):
+            floating = isinstance(tensor, torch.Tensor) and tensor.is_floating_point()
+            if floating and tensor.isnan().any():
+                self.creators.append(str(func))
+        return result
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_masked_softmax_never_creates_a_nan_forward_or_backward(dtype):
+    scores = torch.randn(2, 3, 4, dtype=dtype).requires_grad_()
+    allowed = torch.tensor([[True, False, True, True], [False] * 4, [True] + [False] * 3])
+    with NaNRecorder() as recorder:
+        weights = transformer.masked_softmax(scores, allowed)
+        (weights * torch.arange(4.0, dtype=dtype)).sum().backward()
+    assert recorder.creators == []
+    assert weights[:, 1].eq(0).all() and weights[:, 2, 0].eq(1).all()
+    assert scores.grad[:, 1].eq(0).all() and scores.grad.isfinite().all()
+
+
+def test_masked_softmax_matches_softmax_where_every_key_is_allowed():
+    scores = torch.randn(3, 5, 7)
+    weights = transformer.masked_softmax(scores, torch.ones(5, 7, dtype=torch.bool))
+    torch.testing.assert_close(weights, scores.softmax(dim=-1))
+
+
+def test_masked_softmax_refuses_a_mask_that_is_not_boolean():
+    with pytest.raises(ValueError, match="bool tensor"):
+        transformer.masked_softmax(torch.zeros(2, 2), torch.ones(2, 2))

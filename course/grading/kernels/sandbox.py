@@ -480,8 +480,8 @@ def ipc_settings(limits, page_bytes=None):
 def _limit_ipc(limits):
     """Write `ipc_settings` in the new IPC namespace: True, or False where Linux refuses.
 
-    Root may; the root of a user namespace may on a recent Linux (6.x), which gives the files to
-    the namespace's owner. Where it may not, the system call filter denies System V IPC instead.
+    Root may; the root of a user namespace may on a recent Linux, which gives the files to the
+    namespace's owner. Where it may not, the system call filter denies System V IPC instead.
     """
     try:
         for name, value in ipc_settings(limits).items():

@@ -7,6 +7,7 @@ reply is decoded by `wire` against its budget before anything is built from it.
 """
 
 import contextlib
+import functools
 import queue
 import time
 import uuid
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import zmq
 from jupyter_client.blocking import BlockingKernelClient
+from jupyter_client.session import Session
 
 from course.grading.kernels.provisioner import (
     MAX_MESSAGE_BYTES,
@@ -84,6 +86,10 @@ IOPUB_ATTEMPTS = 100
 # Each socket of the grader's link holds at most this many unread messages (of up to 64 MiB):
 # the kernel's replies are read as they come, and what it publishes between them is dropped.
 QUEUED_MESSAGES = 4
+# What a kernel publishes as output: the link reads none of it, so it never parses its content.
+OUTPUT_MESSAGES = frozenset(
+    {"stream", "display_data", "update_display_data", "execute_result", "error", "execute_input"}
+)
 MAX_REPLY_CHARACTERS = MAX_MESSAGE_BYTES
 
 
@@ -111,6 +117,7 @@ class Deadline:
         if not seconds or seconds <= 0:
             raise ValueError(f"a deadline needs a positive number of seconds, got {seconds!r}")
         self.seconds, self.cpu_clock = seconds, cpu_clock
+        self.wall_seconds = WALL_FACTOR * seconds
         self.started = self.checked = time.monotonic()
         self.reading = cpu_clock()
         self.measured, self.cpu_used = self.reading is not None, 0.0
@@ -120,7 +127,7 @@ class Deadline:
         waited = time.monotonic() - self.started
         if not self.measured:
             return waited > self.seconds
-        if waited > WALL_FACTOR * self.seconds:
+        if waited > self.wall_seconds:
             return True
         if time.monotonic() - self.checked >= CPU_POLL_SECONDS:
             self.checked = time.monotonic()
@@ -139,8 +146,8 @@ class Deadline:
         """The limit, as a test's failure states it."""
         if not self.measured:
             return f"{self.seconds:g} s"
-        wall = WALL_FACTOR * self.seconds
-        return f"{self.seconds:g} s of your kernel's CPU time ({wall:g} s on the clock)"
+        wall = self.wall_seconds
+        return f"{self.seconds:g} s of your kernel's CPU time ({wall:.0f} s on the clock)"
 
 
 class KernelLink:
@@ -163,6 +170,7 @@ class KernelLink:
         self.client = BlockingKernelClient(context=context)
         self.client.load_connection_info(self.executor.km.get_connection_info(session=False))
         self.client.session.unpack = unpack_message_part
+        self.client.session.deserialize = functools.partial(without_outputs, self.client.session)
         self.client.start_channels(stdin=False, hb=False, control=False)
         self.started = False
 
@@ -350,6 +358,16 @@ def finished_without_reply(message):
 def unpack_message_part(data):
     """One part of a kernel's message (as `Session.unpack`), refused when over the wire's budget."""
     return wire.loads(data if isinstance(data, str) else bytes(data).decode("utf8", "replace"))
+
+
+def without_outputs(session, msg_list, content=True, copy=True):
+    """`Session.deserialize`, leaving an output's content unread: the link drops every output."""
+    message = Session.deserialize(session, msg_list, content=False, copy=copy)
+    if message["msg_type"] in OUTPUT_MESSAGES:
+        message["content"] = {}
+    elif content:
+        message["content"] = session.unpack(message["content"])
+    return message
 
 
 def remote_exception(record):

@@ -1,7 +1,8 @@
 """The grader's memory under floods of output of every kind (tests/attacks/floods.py).
 
-Each flood runs in the course's executor with a sandboxed kernel, in a process of its own
-(output_memory.py) that measures its peak resident memory; an honest cell is the baseline.
+Each flood runs in the course's executor with a sandboxed kernel, as a cell or while a test calls
+the student's function, in a process of its own (output_memory.py) that measures its peak
+resident memory; an honest cell is the baseline.
 """
 
 import json
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from attacks.floods import FLOODS
+from output_memory import DURING_A_TEST
 
 from course.coursedir.nbgrader_run import nbgrader_environment
 from course.coursedir.paths import ROOT
@@ -18,13 +20,15 @@ from course.coursedir.paths import ROOT
 RISE_LIMIT_MIB = 256  # the most a flood may add to the grader's peak memory
 CELL_CHARACTERS = 2_000_000  # what a cell keeps (c.LimitOutputSize.max_cell_characters)
 NOTE_SLACK = 1_000
+# Floods sent while a test calls the student's function: the grader's link drops them unread.
+DURING_TESTS = [f"{name}{DURING_A_TEST}" for name in ("stdout", "display_data", "prints_60_mb")]
 
 
 @pytest.fixture(scope="module")
 def peaks():
     """name -> (peak growth in MiB, characters kept, the end of the cell's text) of each run."""
     script = Path(__file__).with_name("output_memory.py")
-    names = ["honest", "honest", *(flood.name for flood in FLOODS)]  # the first one warms up
+    names = ["honest", "honest", *(flood.name for flood in FLOODS), *DURING_TESTS]  # 1st: warm-up
     environment = nbgrader_environment()
     environment["PYTHONPATH"] = f"{ROOT}:{ROOT / 'tests'}"
     result = subprocess.run(
@@ -48,3 +52,13 @@ def test_a_flood_of_output_adds_little_to_the_graders_peak_memory(peaks, flood):
     assert growth < honest + RISE_LIMIT_MIB, (flood.name, growth, honest)
     assert kept < CELL_CHARACTERS + NOTE_SLACK
     assert "output cut:" in last or "The autograder dropped outputs of this cell" in last, last
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", DURING_TESTS)
+def test_a_flood_of_output_during_a_test_adds_little_to_the_graders_peak_memory(peaks, name):
+    honest, _, _ = peaks["honest"]
+    growth, _, failure = peaks[name]
+    print(f"{name}: peak growth {growth:.0f} MiB ({honest:.0f} MiB honest)")
+    assert growth < honest + RISE_LIMIT_MIB, (name, growth, honest)
+    assert failure == ""  # the test passed: the flood cost nothing but its time
