@@ -32,16 +32,16 @@ c.Execute.interrupt_on_timeout = True
 
 # The steps of grading are nbgrader preprocessors, one module each in course/grading/preprocessors/.
 # Autograde: test cells are restored from the gradebook (nbgrader's OverwriteCells, which here
-# reports putting hidden tests back as information: regrade.py), and each student cell is read
+# reports putting hidden tests back as information: restore_tests.py), and each student cell is read
 # for findings (findings.py: imports outside the lab's modules, forbidden calls, ...), listed for
 # you beside the grade. Every cell runs as written.
 c.Autograde.sanitize_preprocessors = [
     # The formgrader's log window: no DEBUG lines.
-    "course.grading.preprocessors.regrade.QuietCapture",
+    "course.grading.preprocessors.autograde_log.QuietCapture",
     "nbgrader.preprocessors.ClearOutput",
     "nbgrader.preprocessors.DeduplicateIds",
     "nbgrader.preprocessors.OverwriteKernelspec",
-    "course.grading.preprocessors.regrade.RestoreTestCells",
+    "course.grading.preprocessors.restore_tests.RestoreTestCells",
     "nbgrader.preprocessors.CheckCellMetadata",
     "course.grading.preprocessors.findings.ListFindings",
 ]
@@ -59,6 +59,8 @@ c.Autograde.autograde_preprocessors = [
     "course.grading.preprocessors.regrade.KeepManualGrades",
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",
+    # The log (the formgrader's window): each failed test and each finding.
+    "course.grading.preprocessors.autograde_log.ReportOutcome",
 ]
 c.LimitOutputSize.max_lines = 1000
 c.LimitOutputSize.max_traceback = 100

@@ -12,7 +12,6 @@ deploy/jupyter/instructor/jupyter_server_config.d/lti_grades_page.json.
 import asyncio
 import html
 import json
-import re
 import sys
 
 import class_settings
@@ -21,7 +20,8 @@ from jupyter_server.utils import url_path_join
 from lti_login import LMS_COURSE_FILE, course_name
 from tornado import web
 
-LAB_NAME = re.compile(r"^\d{2}_[a-z0-9_]+$")
+from course.coursedir import paths
+
 SEND_SECONDS = 600
 PAGE = """<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>Grades to the LMS (LTI)</title></head>
@@ -98,7 +98,7 @@ class GradesPage(JupyterHandler):
     async def post(self):
         """Send one lab's grades; the page with the report."""
         lab = self.get_body_argument("lab", "")
-        if not LAB_NAME.match(lab):
+        if not paths.LAB_NAME.match(lab):
             raise web.HTTPError(400, f"{lab!r} is not a lab of the course")
         provisional = bool(self.get_body_argument("provisional", ""))
         status, output = await send(lab, provisional, class_settings.course_folder())

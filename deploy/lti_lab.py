@@ -7,7 +7,6 @@ Enabled for students by deploy/jupyter/student/jupyter_server_config.d/lti_lab.j
 """
 
 import asyncio
-import re
 import sys
 from pathlib import Path
 
@@ -16,7 +15,8 @@ from jupyter_server.base.handlers import JupyterHandler
 from jupyter_server.utils import url_path_join
 from tornado import web
 
-LAB_NAME = re.compile(r"^\d{2}_[a-z0-9_]+$")
+from course.coursedir import paths
+
 FETCH_SECONDS = 120
 
 
@@ -45,7 +45,7 @@ class LabHandler(JupyterHandler):
     @web.authenticated
     async def get(self, lab):
         """Redirect to the lab's notebook in JupyterLab."""
-        if not LAB_NAME.match(lab):
+        if not paths.LAB_NAME.match(lab):
             raise web.HTTPError(404, f"{lab!r} is not a lab of the course")
         root = Path(self.settings["server_root_dir"]).expanduser()
         if not (root / lab).is_dir():

@@ -27,20 +27,14 @@ platform's keys, its issuer, audience, age and nonce). Here, on top of it:
 A refused launch gets the hub's error page, saying why.
 """
 
-import base64
 import grp
-import hashlib
 import json
 import os
 import pwd
-import re
 from datetime import UTC, datetime
 from urllib.parse import parse_qs, quote, urlsplit
 
 import class_settings
-import jwt
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
 from jupyterhub import orm
 from ltiauthenticator.lti13.auth import LTI13Authenticator
 from ltiauthenticator.lti13.error import ValidationError
@@ -48,10 +42,12 @@ from ltiauthenticator.lti13.handlers import LTI13CallbackHandler
 from tornado import web
 from traitlets import Bool, Set, Unicode
 
+from course.coursedir import paths
+from course.lms import lti
+
 CLAIM = "https://purl.imsglobal.org/spec/lti/claim/"
 AGS_CLAIM = "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"
 INSTRUCTOR_ROLES = ("#Instructor", "#Administrator", "#TeachingAssistant", "#ContentDeveloper")
-LAB_NAME = re.compile(r"^\d{2}_[a-z0-9_]+$")
 SETTINGS = {
     "issuer": "COURSE_LTI_ISSUER",
     "client_id": "COURSE_LTI_CLIENT_ID",
@@ -90,37 +86,18 @@ def refused(status, reason):
 
 def lti_folder(owner=class_settings.INSTRUCTOR):
     """<course>/lti/: the instructor's, 0700, ignored by git; made if missing."""
-    folder = class_settings.course_folder(owner) / "lti"
-    account = pwd.getpwnam(owner)
-    if not folder.is_dir():
-        folder.mkdir(mode=0o700)
-        (folder / ".gitignore").write_text("*\n")
-        for path in (folder, folder / ".gitignore"):
-            os.chown(path, account.pw_uid, account.pw_gid)
-    return folder
+    return lti.lti_folder(class_settings.course_folder(owner), pwd.getpwnam(owner))
 
 
 def tool_key(owner=class_settings.INSTRUCTOR):
-    """The course's private key (<course>/lti/tool_key.pem), made on first use."""
-    path = lti_folder(owner) / "tool_key.pem"
-    if not path.exists():
-        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-        pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                serialization.NoEncryption())  # fmt: skip
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(descriptor, "wb") as handle:
-            handle.write(pem)
-        account = pwd.getpwnam(owner)
-        os.chown(path, account.pw_uid, account.pw_gid)
-    return serialization.load_pem_private_key(path.read_bytes(), password=None)
+    """The course's private key (<course>/lti/tool_key.pem), made on first use: the one key
+    that `course.lms.lti` signs the grades with."""
+    return lti.tool_key(class_settings.course_folder(owner), pwd.getpwnam(owner))
 
 
 def public_jwks(key):
-    """The public half of `key` as a JWKS; its `kid` is the RFC 7638 thumbprint."""
-    jwk = jwt.algorithms.RSAAlgorithm.to_jwk(key.public_key(), as_dict=True)
-    canonical = json.dumps({name: jwk[name] for name in ("e", "kty", "n")}, separators=(",", ":"))
-    kid = base64.urlsafe_b64encode(hashlib.sha256(canonical.encode()).digest()).rstrip(b"=")
-    return {"keys": [{**jwk, "kid": kid.decode(), "alg": "RS256", "use": "sig"}]}
+    """The public half of `key` as a JWKS, as `course.lms.lti` makes it."""
+    return {"keys": [lti.public_jwk(key)]}
 
 
 class JwksHandler(web.RequestHandler):
@@ -178,7 +155,7 @@ def launched_lab(claims):
     target = parse_qs(urlsplit(claims.get(CLAIM + "target_link_uri", "")).query)
     lab = claims.get(CLAIM + "custom", {}).get("lab") or target.get("lab", [""])[0]
     lab = str(lab).strip()
-    if lab and not LAB_NAME.match(lab):
+    if lab and not paths.LAB_NAME.match(lab):
         raise refused(400, f"the activity names the lab {lab!r}, which is not NN_topic")
     return lab
 

@@ -9,6 +9,7 @@ or ``builtins.bool`` later changes nothing), they read tensors through PyTorch's
 subclass overrides disabled, and the module refuses to have its attributes replaced.
 """
 
+import ast
 import builtins
 import linecache
 import sys
@@ -469,10 +470,39 @@ def failure_lines(error):
     ]
     if frames:
         frame, number = frames[-1]
-        text = linecache.getline(frame.f_code.co_filename, number).strip()
+        text = statement_at("".join(linecache.getlines(frame.f_code.co_filename)), number)
         if text:
             lines.append(f"(failed at line {number}: {text})")
     return lines
+
+
+STATEMENT_CHARACTERS = 120  # a longer statement is shown up to here, then "…"
+
+
+def statement_at(source, number):
+    """The whole statement of `source` that line `number` belongs to, on one line ("" if none).
+
+    A call written over several lines is joined (its spaces folded); one longer than
+    STATEMENT_CHARACTERS is cut there with "…", so the line never looks like broken code.
+    """
+    lines = source.splitlines()
+    if not 1 <= number <= len(lines):
+        return ""
+    first, last = number, number
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError):
+        tree = None
+    for node in ast.walk(tree) if tree is not None else ():
+        if isinstance(node, ast.stmt) and node.lineno <= number <= (node.end_lineno or number):
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+                              | ast.For | ast.While | ast.If | ast.With | ast.Try):
+                first, last = node.lineno, node.end_lineno or node.lineno
+    text = " ".join(" ".join(lines[first - 1 : last]).split())
+    text = text.replace("( ", "(").replace("[ ", "[").replace(", )", ")")
+    if len(text) > STATEMENT_CHARACTERS:
+        text = text[: STATEMENT_CHARACTERS - 1].rstrip() + "…"
+    return text
 
 
 def show_failures_first():

@@ -11,7 +11,6 @@ is reported not graded and its unfinished folder is graded again by the next run
 (`instructor.discard_unfinished`).
 """
 
-import ctypes
 import json
 import os
 import select
@@ -25,7 +24,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from course.coursedir.nbgrader_run import nbgrader_environment
-from course.grading.kernels import sandbox, zygote
+from course.grading.kernels import linux, sandbox, zygote
 
 # A submission still being graded after this long is stopped, and reported not graded. Every wait
 # on its kernel already has a deadline (`course.grading.remote.client.Deadline`: 125 s at most
@@ -247,13 +246,10 @@ def collect(workers, command, root, environment, limit):
 # autograde`, configured by nbgrader_config.py) and answers each with one JSON line on stdout:
 # {"student", "success", "log", "error"}. It dies with the process that started it.
 
-PR_SET_PDEATHSIG = 1
-
 
 def die_with_parent():
     """Ask Linux to kill this process when the process that started it ends."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    linux.libc.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if os.getppid() == 1:  # the parent is already gone
         sys.exit(1)
 

@@ -32,9 +32,9 @@ import jwt
 import requests
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
-from nbgrader.api import MissingEntry
 
-from course.coursedir import gradebook_db, notebooks, paths
+from course.coursedir import gradebook_db, paths, submissions
+from course.coursedir.words import counted
 
 LTI_FOLDER = "lti"
 KEY_FILE = "tool_key.pem"
@@ -74,19 +74,25 @@ class Grade:
 # The course's folder for LTI, and its key
 
 
-def lti_folder(root=paths.ROOT):
-    """`lti/` of the course folder, private to its owner and ignored by git; made if missing."""
+def lti_folder(root=paths.ROOT, owner=None):
+    """`lti/` of the course folder, private to its owner and ignored by git; made if missing.
+
+    `owner` (a `pwd` entry) is who gets what is made here, when a root process (the hub) makes it.
+    """
     folder = Path(root) / LTI_FOLDER
-    folder.mkdir(mode=0o700, exist_ok=True)
+    if not folder.is_dir():
+        folder.mkdir(mode=0o700)
+        hand_over(owner, folder)
     ignore = folder / ".gitignore"
     if not ignore.exists():
         ignore.write_text("*\n")
+        hand_over(owner, ignore)
     return folder
 
 
-def tool_key(root=paths.ROOT):
-    """The course's private RSA key (lti/tool_key.pem), made on first use."""
-    path = lti_folder(root) / KEY_FILE
+def tool_key(root=paths.ROOT, owner=None):
+    """The course's private RSA key (lti/tool_key.pem), made on first use (given to `owner`)."""
+    path = lti_folder(root, owner) / KEY_FILE
     if not path.exists():
         key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         pem = key.private_bytes(
@@ -97,7 +103,14 @@ def tool_key(root=paths.ROOT):
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(descriptor, "wb") as handle:
             handle.write(pem)
+        hand_over(owner, path)
     return serialization.load_pem_private_key(path.read_bytes(), password=None)
+
+
+def hand_over(owner, path):
+    """Give `path` to `owner` (a `pwd` entry), without following a link; nothing if None."""
+    if owner is not None:
+        os.chown(path, owner.pw_uid, owner.pw_gid, follow_symlinks=False)
 
 
 def public_jwk(key):
@@ -217,30 +230,18 @@ def score_body(sub, grade, timestamp):
 
 def lab_grades(assignment, root=paths.ROOT):
     """(grades of the students autograded, students with a submission not graded) of a lab."""
-    notebook = paths.lab_filename(assignment)
-    grades, not_graded = [], []
     with gradebook_db.open_gradebook(root) as book:
-        try:
-            submissions = book.assignment_submissions(assignment)
-        except MissingEntry:
-            return [], []
-        for submission in sorted(submissions, key=lambda s: s.student.id):
-            student = submission.student.id
-            if not notebooks.executed(paths.autograded(root, student, assignment) / notebook):
-                not_graded.append(student)
-                continue
-            grades.append(grade_of(submission, assignment))
-    return grades, not_graded
+        states = submissions.lab_states(book, assignment, root)
+    grades = [grade_of(state, assignment) for state in states if state.graded]
+    return grades, [state.student for state in states if not state.graded]
 
 
-def grade_of(submission, assignment):
-    """A submission's Grade: its score after any late penalty, and the feedback's summary."""
-    penalty = submission.late_submission_penalty or 0
-    score = gradebook_db.score_after_penalty(submission)
-    maximum = submission.max_score
-    pending = [g.name for nb in submission.notebooks for g in nb.grades if g.needs_manual_grade]
-    comment = summary(assignment, score, maximum, pending, penalty)
-    return Grade(submission.student.id, score, maximum, pending, comment)
+def grade_of(state, assignment):
+    """A submission's Grade, from its SubmissionState: its score after any late penalty, and the
+    feedback's summary."""
+    pending = list(state.to_grade)
+    comment = summary(assignment, state.score, state.max_score, pending, state.late_penalty)
+    return Grade(state.student, state.score, state.max_score, pending, comment)
 
 
 def summary(assignment, score, maximum, pending, penalty):
@@ -279,11 +280,6 @@ def write_sent(root, assignment, sent):
     partial = path.with_suffix(".partial")
     partial.write_text(json.dumps(sent, indent=1, sort_keys=True))
     partial.replace(path)
-
-
-def plural(count, noun):
-    """`count` and `noun`, in the plural unless one: "1 score", "2 scores"."""
-    return f"{count} {noun}" + ("" if count == 1 else "s")
 
 
 def final_sent(record, lineitem):
@@ -373,7 +369,7 @@ def report(assignment, outcome, never, not_graded, held, grades):
     """The lines `make lti-grades` prints."""
     by_student = {g.student: g for g in grades}
     lines = [
-        f"{assignment}: {plural(len(outcome.sent), 'score')} sent to the LMS, "
+        f"{assignment}: {counted(len(outcome.sent), 'score')} sent to the LMS, "
         f"{len(outcome.unchanged)} unchanged since the last run, {len(outcome.failed)} not sent"
     ]
     for student in outcome.sent:

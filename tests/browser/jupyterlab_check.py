@@ -430,6 +430,8 @@ def test_the_formgraders_autograde_button_keeps_a_hand_grade(browser, server, gr
     assert hand_grade(graded) == (grade_id, HAND_SCORE, False)
     assert "[DEBUG]" not in text and "has changed!" not in text, text
     assert "Restored the hidden tests of cell" in text, text
+    assert "[WARNING] Removing existing" not in text and "Grading again" in text, text
+    assert "Every test passed" in text, text  # or one line per failed test, and per finding
 
 
 CODE_ANSWER = "softmax"  # lab 01's first code answer

@@ -16,6 +16,7 @@ from utils.grading import (
     check_shape,
     check_sums_to_one,
     check_true,
+    statement_at,
 )
 
 AssertionError_ = builtins.AssertionError
@@ -221,3 +222,19 @@ def test_check_identical_and_check_different():
     check_different(a, a + 1, "never shown")
     with pytest.raises(ValueError, match="message must be a string"):
         check_identical(a, a, None)
+
+
+def test_the_failed_line_shows_the_whole_call_or_a_clear_cut():
+    source = (
+        "result = softmax(scores)\n"
+        'check_sums_to_one(result, dim=-1, name="rows of softmax(scores)",\n'
+        "                  )\n"
+        "check(result,\n"
+        f"      {'x' * 200})\n"
+    )
+    whole = 'check_sums_to_one(result, dim=-1, name="rows of softmax(scores)")'
+    assert statement_at(source, 2) == whole
+    assert statement_at(source, 3) == statement_at(source, 2)
+    long = statement_at(source, 4)
+    assert long.startswith("check(result, xxx") and long.endswith("…") and len(long) == 120
+    assert statement_at(source, 9) == ""

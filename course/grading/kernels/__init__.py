@@ -3,5 +3,7 @@
 `provisioner` is jupyter_client's side (the kernel manager nbgrader's Execute uses, and the
 kernel provisioner it builds by its entry point); it asks `zygote`, a process that has imported
 torch once, to fork a kernel, which enters `sandbox` (its namespaces and root), `cgroups` (its
-limits as a whole), `syscall_filter` and `landlock`. Imports nothing else of `course`.
+limits as a whole), `syscall_filter` and `landlock`. What they allow is all in `policy`, and
+what they need of Linux (the C library, its constants, SandboxError) in `linux`; neither imports
+the others. Imports nothing else of `course`.
 """

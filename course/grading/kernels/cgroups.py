@@ -37,6 +37,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from course.grading.kernels.policy import CPU_SHARES, CPU_WEIGHT
+
 CONTROLLERS = ("memory", "pids", "cpu")
 V1, V2, RLIMITS = "cgroup v1", "cgroup v2", "rlimits"
 LEAF = "course-grader"  # cgroup v2: the grading processes' own group, beside the sandboxes'
@@ -45,8 +47,6 @@ DELEGATED = "course-grading"  # beneath it, the group delegated to each user who
 # The files of a delegated group that its user writes, besides the folder (cgroup(7)).
 DELEGATED_FILES = ("cgroup.procs", "cgroup.threads", "cgroup.subtree_control", "tasks")
 NAME = re.compile(rf"{PREFIX}(\d+)-\d+")  # PREFIX, the id of the process that made it, a number
-CPU_SHARES = 1024  # v1: every sandbox the same share (the default of any group)
-CPU_WEIGHT = 100  # v2: likewise
 REMOVE_SECONDS = 5
 _numbers = itertools.count()
 
@@ -126,7 +126,7 @@ def _kill_member(group, pid):
 
 
 def create(limits):
-    """A new group for one sandbox, limited by `limits` (a sandbox.Limits); None if not here."""
+    """A new group for one sandbox, limited by `limits` (a policy.Limits); None if not here."""
     current = mode()
     if current.kind == RLIMITS:
         return None

@@ -1,10 +1,10 @@
 """Landlock for each sandboxed kernel: a second wall, kept by Linux itself, around its files.
 
-`course.grading.kernels.sandbox.enter` installs it right after the system call filter. The
-kernel may then read and run files anywhere in its root (already a minimal, read-only tree), but
-write, make or remove them only beneath the places the sandbox gives it to write: its home, /tmp,
-/dev (its character devices and /dev/shm) and the folder of its Unix sockets. Where Linux knows them
-(Landlock ABI 4 and later) TCP binds and connections are all refused, and (ABI 6 and later) the
+`course.grading.kernels.sandbox.enter` installs it right after the system call filter. The kernel
+may then read and run files anywhere in its root (already a minimal, read-only tree), but write,
+make or remove them only beneath the places the sandbox gives it to write: its home, /tmp, /dev (its
+character devices and /dev/shm) and the folder of its Unix sockets (`policy`). Where Linux knows
+them (Landlock ABI 4 and later) TCP binds and connections are all refused, and (ABI 6 and later) the
 kernel can signal no process outside its sandbox and reach no abstract Unix socket made outside.
 
 Landlock needs Linux 5.13 or later, built and booted with it; elsewhere `abi()` is 0 and
@@ -15,8 +15,9 @@ filter loads it) resolves them for the machine's own architecture.
 import ctypes
 import os
 
-# sandbox imports this module: its names are read in calls only
-from course.grading.kernels import sandbox, syscall_filter
+from course.grading.kernels import syscall_filter
+from course.grading.kernels.linux import SandboxError, libc
+from course.grading.kernels.policy import HOME, WRITABLE_PLACES
 
 CREATE_RULESET_VERSION = 1
 RULE_PATH_BENEATH = 1
@@ -36,9 +37,6 @@ SCOPE_ABSTRACT_UNIX_SOCKET = 1 << 0  # ABI 6
 SCOPE_SIGNAL = 1 << 1  # ABI 6
 READ_AND_RUN = ACCESS_FS_EXECUTE | ACCESS_FS_READ_FILE | ACCESS_FS_READ_DIR
 DEVICE_MAKING = ACCESS_FS_MAKE_CHAR | ACCESS_FS_MAKE_BLOCK  # denied even where writing is not
-WRITABLE_PLACES = ("/tmp", "/dev")  # with the home folder and the socket folder
-
-_libc = ctypes.CDLL(None, use_errno=True)
 
 
 class RulesetAttr(ctypes.Structure):
@@ -63,13 +61,13 @@ def abi():
     number = _number("landlock_create_ruleset")
     if number < 0:
         return 0
-    version = _libc.syscall(ctypes.c_long(number), None, ctypes.c_size_t(0), CREATE_RULESET_VERSION)
+    version = libc.syscall(ctypes.c_long(number), None, ctypes.c_size_t(0), CREATE_RULESET_VERSION)
     return max(version, 0)
 
 
 def install(ipc_dir):
     """Confine this process and its children to write only where the sandbox lets its kernel."""
-    writable = [sandbox.HOME, *WRITABLE_PLACES, os.fspath(ipc_dir)]
+    writable = [HOME, *WRITABLE_PLACES, os.fspath(ipc_dir)]
     return restrict(writable)
 
 
@@ -79,7 +77,7 @@ def restrict(writable):
     if version == 0:
         return 0
     if len(os.listdir("/proc/self/task")) != 1:  # Landlock confines the calling thread only
-        raise sandbox.SandboxError("no Landlock: the process has more than one thread")
+        raise SandboxError("no Landlock: the process has more than one thread")
     handled_fs = file_rights(version)
     ruleset = _create_ruleset(version, handled_fs)
     try:
@@ -119,7 +117,7 @@ def _allow_beneath(ruleset, path, rights):
     try:
         folder = os.open(path, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError as error:
-        raise sandbox.SandboxError(f"no Landlock rule for {path}: {error.strerror}") from error
+        raise SandboxError(f"no Landlock rule for {path}: {error.strerror}") from error
     try:
         rule = PathBeneathAttr(allowed_access=rights, parent_fd=folder)
         _call("landlock_add_rule", ruleset, RULE_PATH_BENEATH, ctypes.byref(rule), 0)
@@ -129,10 +127,10 @@ def _allow_beneath(ruleset, path, rights):
 
 def _call(name, *arguments):
     """Make Landlock system call `name`; its result, or SandboxError when Linux refuses it."""
-    result = _libc.syscall(ctypes.c_long(_number(name)), *arguments)
+    result = libc.syscall(ctypes.c_long(_number(name)), *arguments)
     if result < 0:
         error = ctypes.get_errno()
-        raise sandbox.SandboxError(f"no Landlock: {name} failed ({os.strerror(error)})")
+        raise SandboxError(f"no Landlock: {name} failed ({os.strerror(error)})")
     return result
 
 

@@ -25,6 +25,9 @@ the kernel as process 1 of its new PID namespace, and reports that process's id.
 * dies whole: killing it (process 1) kills every process of its namespace, and it is killed when
   the zygote or the grader is gone.
 
+Every limit, folder, device and variable named above is in `course.grading.kernels.policy`;
+what the sandbox needs of Linux (the C library, its flags, SandboxError) in `linux`.
+
 `probe()` tells whether this machine can make such a sandbox, and why not.
 
 Why not bubblewrap or nsjail: both build their sandbox around a program that they then exec. A
@@ -45,101 +48,61 @@ import stat
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
 from course.grading.kernels import cgroups, landlock, syscall_filter
+from course.grading.kernels.linux import (
+    CLONE_NEWIPC,
+    CLONE_NEWNET,
+    CLONE_NEWNS,
+    CLONE_NEWPID,
+    CLONE_NEWUSER,
+    CLONE_NEWUTS,
+    MNT_DETACH,
+    MS_BIND,
+    MS_NODEV,
+    MS_NOEXEC,
+    MS_NOSUID,
+    MS_PRIVATE,
+    MS_RDONLY,
+    MS_REC,
+    MS_REMOUNT,
+    PIVOT_ROOT_NUMBERS,
+    PR_CAPBSET_DROP,
+    PR_SET_NO_NEW_PRIVS,
+    PR_SET_PDEATHSIG,
+    UMOUNT_NOFOLLOW,
+    SandboxError,
+    check,
+    libc,
+    mount,
+    prctl,
+)
+from course.grading.kernels.policy import (
+    DEVICE_FOLDER_BYTES,
+    DEVICES,
+    HOME,
+    KEPT_ENVIRONMENT,
+    MESSAGE_BYTES,
+    MESSAGE_QUEUE_BYTES,
+    PRIVATE_FOLDERS,
+    ROOT_BYTES,
+    SEMAPHORES_PER_SET,
+    SYSTEM_DIRS,
+    UID_BASE,
+    Limits,
+)
 
-CLONE_NEWNS = 0x00020000
-CLONE_NEWUTS = 0x04000000
-CLONE_NEWIPC = 0x08000000
-CLONE_NEWUSER = 0x10000000
-CLONE_NEWPID = 0x20000000
-CLONE_NEWNET = 0x40000000
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
-MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
-MNT_DETACH, UMOUNT_NOFOLLOW = 2, 8
-PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP = 1, 38, 24
 FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 KERNEL_FOLDER_PREFIX = "course-sandbox-"  # then the id of the grader process that made it
-UID_BASE = 2_000_000_000  # sandbox user ids: UID_BASE + the pid of the process that made it
-HOME = "/home/student"
-SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc"]
-DEVICES = ["null", "zero", "full", "random", "urandom"]
-KEPT_ENVIRONMENT = {
-    "PATH",
-    "LANG",
-    "LC_ALL",
-    "LC_CTYPE",
-    "TZ",
-    "PYTHONHASHSEED",
-    "NBGRADER_EXECUTION",
-    "MPLBACKEND",
-    "JPY_PARENT_PID",
-    "JPY_SESSION_NAME",
-    "OMP_NUM_THREADS",
-    "MKL_NUM_THREADS",
-    "ATEN_CPU_CAPABILITY",
-    "MKL_ENABLE_INSTRUCTIONS",
-    "MKL_CBWR",
-    "ONEDNN_MAX_CPU_ISA",
-    "PYDEVD_DISABLE_FILE_VALIDATION",
-}
-# pivot_root(2) has no glibc wrapper: its system call number, by platform.machine().
-PIVOT_ROOT_NUMBERS = {"x86_64": 155, "aarch64": 41}
-MiB = 1 << 20
-MESSAGE_BYTES, MESSAGE_QUEUE_BYTES = 8192, 16384  # Linux's defaults: System V message queues
-SEMAPHORES_PER_SET = 32
-_libc = ctypes.CDLL(None, use_errno=True)
-
-
-@dataclass(frozen=True)
-class Limits:
-    """What one sandboxed kernel may use."""
-
-    memory_bytes: int = 4096 * MiB  # address space of each process
-    sandbox_memory_bytes: int = 4096 * MiB  # resident memory of the sandbox whole (control group)
-    processes: int = 64  # processes and threads of its user, and of its control group
-    cpu_seconds: int = 900
-    file_bytes: int = 32 * MiB  # largest file it may write
-    open_files: int = 256
-    tmp_bytes: int = 64 * MiB  # each of /tmp and the home folder
-    shared_memory_bytes: int = 16 * MiB  # System V shared memory of the sandbox whole
-    ipc_objects: int = 16  # System V segments, and likewise message queues and semaphore sets
-    socket_folder_bytes: int = 1 * MiB  # the folder of its connection file and sockets
-    socket_folder_files: int = 64
-
-
-class SandboxError(RuntimeError):
-    """This machine cannot make the sandbox."""
-
-
-def _check(result, what):
-    """Raise OSError with errno when a libc call failed."""
-    if result != 0:
-        error = ctypes.get_errno()
-        raise OSError(error, f"{what}: {os.strerror(error)}")
-
-
-def _mount(source, target, fstype=None, flags=0, data=None):
-    """mount(2)."""
-    encode = lambda text: None if text is None else str(text).encode()  # noqa: E731
-    _check(
-        _libc.mount(encode(source), encode(target), encode(fstype), flags, encode(data)),
-        f"mount {target}",
-    )
+DEFAULT_LIMITS = Limits()
 
 
 def _bind(source, target, writable=False):
     """Bind `source` at `target`, read-only unless `writable`, never with devices or setuid."""
-    _mount(source, target, flags=MS_BIND | MS_REC)
+    mount(source, target, flags=MS_BIND | MS_REC)
     flags = MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV | (0 if writable else MS_RDONLY)
-    _mount(None, target, flags=flags)
-
-
-def _prctl(option, value):
-    """prctl(2) with one argument."""
-    _check(_libc.prctl(option, value, 0, 0, 0), f"prctl {option}")
+    mount(None, target, flags=flags)
 
 
 def readable_paths():
@@ -160,19 +123,10 @@ def readable_paths():
 def sandbox_environment(environment, home=HOME):
     """The kernel's environment: the harmless variables of `environment` and private folders."""
     kept = {key: value for key, value in environment.items() if key in KEPT_ENVIRONMENT}
-    return {
-        **kept,
-        "HOME": home,
-        "TMPDIR": "/tmp",
-        "IPYTHONDIR": "/tmp/ipython",
-        "MPLCONFIGDIR": "/tmp/matplotlib",
-        "JUPYTER_RUNTIME_DIR": "/tmp/jupyter",
-        "JUPYTER_CONFIG_DIR": "/tmp/jupyter",
-        "JUPYTER_DATA_DIR": "/tmp/jupyter",
-    }
+    return {**kept, "HOME": home, **PRIVATE_FOLDERS}
 
 
-def enter(folder, ipc_dir, limits=Limits(), report=None, group=None):
+def enter(folder, ipc_dir, limits=DEFAULT_LIMITS, report=None, group=None):
     """In a freshly forked child: make the sandbox, become its process 1, return there.
 
     `folder` is copied into the sandbox's home and becomes the working directory; `ipc_dir` is
@@ -187,13 +141,13 @@ def enter(folder, ipc_dir, limits=Limits(), report=None, group=None):
     uid = UID_BASE + os.getpid() if root else 0
     outer_uid, outer_gid = os.geteuid(), os.getegid()
     flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS
-    _check(_libc.unshare(flags | (0 if root else CLONE_NEWUSER)), "unshare")
+    check(libc.unshare(flags | (0 if root else CLONE_NEWUSER)), "unshare")
     if not root:
         Path("/proc/self/setgroups").write_text("deny")
         Path("/proc/self/uid_map").write_text(f"0 {outer_uid} 1")
         Path("/proc/self/gid_map").write_text(f"0 {outer_gid} 1")
     ipc_limited = _limit_ipc(limits)
-    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     pid = os.fork()
     if pid:
         _wait_and_exit(pid, report)
@@ -201,12 +155,12 @@ def enter(folder, ipc_dir, limits=Limits(), report=None, group=None):
     new_root.mkdir(exist_ok=True)
     _build_root(new_root, Path(folder), Path(ipc_dir), uid, limits)
     _pivot(new_root)
-    _libc.sethostname(b"sandbox", 7)
+    libc.sethostname(b"sandbox", 7)
     os.chdir(Path(HOME) / Path(folder).name)
     _limit(limits)
     _drop_privileges(uid, root)
     # Process 1 dies with the process that forked it (set last: a change of user clears it).
-    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     # denies calls that the steps above made; memfd_create too where no group counts its memory
     syscall_filter.install(memory_files=group is not None, system_v_ipc=ipc_limited)
     landlock.install(ipc_dir)  # where Linux has Landlock: writes only where the kernel may
@@ -233,22 +187,22 @@ def _wait_and_exit(pid, report):
 
 def _build_root(new_root, folder, ipc_dir, uid, limits):
     """Mount the sandbox's file system at `new_root`."""
-    _mount(None, "/", flags=MS_REC | MS_PRIVATE)
-    _mount("tmpfs", new_root, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=755")
+    mount(None, "/", flags=MS_REC | MS_PRIVATE)
+    mount("tmpfs", new_root, "tmpfs", MS_NOSUID | MS_NODEV, f"size={ROOT_BYTES},mode=755")
     # The private folders first: a course installed under /tmp or /home is bound inside them.
     _make_devices(new_root / "dev")
     # A new /proc, of the new PID namespace: mounted while the old root (and its /proc) is still
     # visible, which Linux requires of a user namespace that is not the first.
     (new_root / "proc").mkdir()
-    _mount("proc", new_root / "proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    mount("proc", new_root / "proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     size = limits.tmp_bytes
     tmp = new_root / "tmp"
     tmp.mkdir()
-    _mount("tmpfs", tmp, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=1777")
+    mount("tmpfs", tmp, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=1777")
     home = new_root / HOME.lstrip("/")
     home.mkdir(parents=True)
     options = f"size={size},mode=700,uid={uid},gid={uid}"
-    _mount("tmpfs", home, "tmpfs", MS_NOSUID | MS_NODEV, options)
+    mount("tmpfs", home, "tmpfs", MS_NOSUID | MS_NODEV, options)
     _copy_folder(folder, home / folder.name, uid)
     for path in readable_paths():
         target = new_root / path.relative_to("/")
@@ -262,7 +216,7 @@ def _build_root(new_root, folder, ipc_dir, uid, limits):
     sockets.mkdir(parents=True, exist_ok=True)
     _hand_over(ipc_dir, uid)
     _bind(ipc_dir, sockets, writable=True)
-    _mount(None, new_root, flags=MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    mount(None, new_root, flags=MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
 
 
 def _hand_over(ipc_dir, uid):
@@ -292,7 +246,7 @@ def sweep_kernel_folders():
             remove_tree(folder)
 
 
-def make_socket_folder(ipc_dir, limits=Limits()):
+def make_socket_folder(ipc_dir, limits=DEFAULT_LIMITS):
     """Make `ipc_dir`, empty, for one kernel start: a tmpfs with a size and a number of files.
 
     Only root can mount it; otherwise the folder is a plain one, as large as its file system.
@@ -301,7 +255,7 @@ def make_socket_folder(ipc_dir, limits=Limits()):
     if os.geteuid() == 0:
         size, files = limits.socket_folder_bytes, limits.socket_folder_files
         options = f"size={size},nr_inodes={files},mode=700"
-        _mount("tmpfs", ipc_dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, options)
+        mount("tmpfs", ipc_dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, options)
 
 
 def pin_sockets(ipc_dir, sockets, links_dir):
@@ -345,7 +299,7 @@ def unpin_sockets(pinned):
 def remove_socket_folder(ipc_dir):
     """Remove `ipc_dir` and whatever a kernel left in it: unmount its tmpfs, remove the rest."""
     if os.geteuid() == 0:
-        _libc.umount2(str(ipc_dir).encode(), MNT_DETACH | UMOUNT_NOFOLLOW)  # fails if not mounted
+        libc.umount2(str(ipc_dir).encode(), MNT_DETACH | UMOUNT_NOFOLLOW)  # fails if not mounted
     remove_tree(ipc_dir)
 
 
@@ -407,10 +361,10 @@ def _empty_but_one_folder(folder):
 def _make_devices(dev):
     """A /dev with only the harmless character devices, and /dev/fd."""
     dev.mkdir()
-    _mount("tmpfs", dev, "tmpfs", MS_NOSUID | MS_NOEXEC, "size=64k,mode=755")
+    mount("tmpfs", dev, "tmpfs", MS_NOSUID | MS_NOEXEC, f"size={DEVICE_FOLDER_BYTES},mode=755")
     for name in DEVICES:
         (dev / name).touch()
-        _mount(f"/dev/{name}", dev / name, flags=MS_BIND)
+        mount(f"/dev/{name}", dev / name, flags=MS_BIND)
     (dev / "fd").symlink_to("/proc/self/fd")
     for number, name in enumerate(["stdin", "stdout", "stderr"]):
         (dev / name).symlink_to(f"/proc/self/fd/{number}")
@@ -443,8 +397,8 @@ def _pivot(new_root):
     """Make `new_root` the root, and the old root unreachable."""
     os.chdir(new_root)
     number = ctypes.c_long(pivot_root_number())
-    _check(_libc.syscall(number, b".", b"."), "pivot_root")
-    _check(_libc.umount2(b".", MNT_DETACH), "umount old root")
+    check(libc.syscall(number, b".", b"."), "pivot_root")
+    check(libc.umount2(b".", MNT_DETACH), "umount old root")
     os.chdir("/")
 
 
@@ -493,14 +447,14 @@ def _limit_ipc(limits):
 
 def _drop_privileges(uid, root):
     """Become an unprivileged user that can never gain a privilege again."""
-    _prctl(PR_SET_NO_NEW_PRIVS, 1)
+    prctl(PR_SET_NO_NEW_PRIVS, 1)
     if root:
         os.setgroups([])
         os.setresgid(uid, uid, uid)
         os.setresuid(uid, uid, uid)
     else:  # root of a user namespace: give up every capability
         for capability in range(64):
-            _libc.prctl(PR_CAPBSET_DROP, capability, 0, 0, 0)
+            libc.prctl(PR_CAPBSET_DROP, capability, 0, 0, 0)
         _drop_capabilities()
 
 
@@ -514,7 +468,7 @@ def _drop_capabilities():
         _fields_ = [(name, ctypes.c_uint32) for name in ("effective", "permitted", "inheritable")]
 
     header, data = Header(0x20080522, 0), (Data * 2)()
-    _check(_libc.capset(ctypes.byref(header), ctypes.byref(data)), "capset")
+    check(libc.capset(ctypes.byref(header), ctypes.byref(data)), "capset")
 
 
 def probe(timeout=20):

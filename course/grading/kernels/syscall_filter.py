@@ -1,12 +1,13 @@
 """A system call filter for each sandboxed kernel: seccomp, built with libseccomp.
 
-`course.grading.kernels.sandbox.enter` installs it as its last step, after the kernel has given
-up its privileges. It denies the kernel interfaces that no notebook needs and that widen what a
-process can reach: new namespaces (the way to regain capabilities), other processes' memory, the
-kernel keyring, BPF, performance counters, userfaultfd, io_uring, mounts, kernel modules, kexec, the
-clock, and every socket but a Unix one. A denied call fails with an errno (EPERM; EAFNOSUPPORT for
-a socket, EOPNOTSUPP for a netlink one; ENOSYS for clone3, whose flags seccomp cannot read, so that
-the C library falls back to clone), so Python code sees an OSError. Everything else is allowed.
+`course.grading.kernels.sandbox.enter` installs it as its last step, after the kernel has given up
+its privileges. It denies the kernel interfaces that no notebook needs and that widen what a process
+can reach: new namespaces (the way to regain capabilities), other processes' memory, the kernel
+keyring, BPF, performance counters, userfaultfd, io_uring, mounts, kernel modules, kexec, the clock,
+and every socket but a Unix one (the list: `policy.DENIED`). A denied call fails with an errno
+(EPERM; EAFNOSUPPORT for a socket, EOPNOTSUPP for a netlink one; ENOSYS for clone3, whose flags
+seccomp cannot read, so that the C library falls back to clone), so Python code sees an OSError.
+Everything else is allowed.
 
 Where a sandbox has no control group (its limits are per process only), memfd_create is denied
 too, with ENOSYS, as though Linux had none: the memory of an anonymous file outlives its mappings,
@@ -24,9 +25,19 @@ import ctypes
 import errno
 import socket
 
-from course.grading.kernels import (
-    sandbox,  # which imports this module: its names are read in calls only
+from course.grading.kernels.linux import (
+    CLONE_NEWCGROUP,
+    CLONE_NEWIPC,
+    CLONE_NEWNET,
+    CLONE_NEWNS,
+    CLONE_NEWPID,
+    CLONE_NEWTIME,
+    CLONE_NEWUSER,
+    CLONE_NEWUTS,
+    SandboxError,
+    libc,
 )
+from course.grading.kernels.policy import DENIED, SYSTEM_V_IPC
 
 try:
     import pyseccomp
@@ -35,83 +46,6 @@ except (ImportError, OSError, RuntimeError, AttributeError) as error:  # e.g. no
 else:
     _LOAD_ERROR = None
 
-DENIED = (
-    # namespaces: entering another one (unshare and clone only with a namespace flag, below)
-    "setns",
-    # other processes: tracing them, reading or writing their memory, taking their files
-    "ptrace",
-    "process_vm_readv",
-    "process_vm_writev",
-    "process_madvise",
-    "kcmp",
-    "pidfd_getfd",
-    # the kernel keyring
-    "add_key",
-    "request_key",
-    "keyctl",
-    # programs and counters in the kernel, page faults in user space, asynchronous rings
-    "bpf",
-    "perf_event_open",
-    "userfaultfd",
-    "io_uring_setup",
-    "io_uring_enter",
-    "io_uring_register",
-    # mounts and file handles
-    "mount",
-    "umount",
-    "umount2",
-    "pivot_root",
-    "chroot",
-    "move_mount",
-    "open_tree",
-    "open_tree_attr",
-    "listmount",
-    "statmount",
-    "fsopen",
-    "fsconfig",
-    "fsmount",
-    "fspick",
-    "mount_setattr",
-    "name_to_handle_at",
-    "open_by_handle_at",
-    "fanotify_init",
-    "quotactl",
-    "quotactl_fd",
-    # kernel modules and the running kernel
-    "init_module",
-    "finit_module",
-    "delete_module",
-    "create_module",
-    "query_module",
-    "get_kernel_syms",
-    "kexec_load",
-    "kexec_file_load",
-    "reboot",
-    "syslog",
-    "acct",
-    "swapon",
-    "swapoff",
-    "settimeofday",
-    "clock_settime",
-    "clock_adjtime",
-    "stime",
-    # hardware and obsolete interfaces
-    "iopl",
-    "ioperm",
-    "vm86",
-    "vm86old",
-    "vhangup",
-    "uselib",
-    "ustat",
-    "sysfs",
-    "_sysctl",
-    "nfsservctl",
-    "lookup_dcookie",
-)
-# What makes System V IPC objects ("ipc": all of System V IPC on machines that multiplex it)
-SYSTEM_V_IPC = ("shmget", "msgget", "semget", "ipc")
-CLONE_NEWCGROUP = 0x02000000
-CLONE_NEWTIME = 0x00000080  # unshare only: in clone's flags these bits are the exit signal
 NETLINK_REFUSED = errno.EOPNOTSUPP
 PERSONALITY_BITS = 32  # personality(0) keeps Linux's default, personality(0xFFFFFFFF) asks
 
@@ -126,7 +60,7 @@ def install(memory_files=True, system_v_ipc=True):
     try:
         rules.load()
     except OSError as error:  # e.g. a Linux built without seccomp
-        raise sandbox.SandboxError(f"no system call filter: Linux refused it ({error})") from error
+        raise SandboxError(f"no system call filter: Linux refused it ({error})") from error
 
 
 def build(memory_files=True, system_v_ipc=True):
@@ -152,22 +86,21 @@ def build(memory_files=True, system_v_ipc=True):
 
 def check():
     """Raise SandboxError unless this process is filtered: no user namespace, no network socket."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.unshare(sandbox.CLONE_NEWUSER) == 0 or ctypes.get_errno() != errno.EPERM:
-        raise sandbox.SandboxError("no system call filter: a kernel can make user namespaces")
+    if libc.unshare(CLONE_NEWUSER) == 0 or ctypes.get_errno() != errno.EPERM:
+        raise SandboxError("no system call filter: a kernel can make user namespaces")
     try:
         socket.socket(socket.AF_INET, socket.SOCK_STREAM).close()
     except OSError as refused:
         if refused.errno == errno.EAFNOSUPPORT:
             return
-    raise sandbox.SandboxError("no system call filter: a kernel can open network sockets")
+    raise SandboxError("no system call filter: a kernel can open network sockets")
 
 
 def _require_library():
     """Raise SandboxError when pyseccomp or libseccomp could not be loaded."""
     if pyseccomp is None:
         reason = f"no system call filter: pyseccomp and libseccomp.so.2 are needed ({_LOAD_ERROR})"
-        raise sandbox.SandboxError(reason)
+        raise SandboxError(reason)
 
 
 def _deny(rules, name, error, *conditions):
@@ -201,12 +134,12 @@ def _deny_sockets(rules):
 def _namespace_flags():
     """Each flag of unshare(2) and clone(2) that makes a new namespace."""
     return [
-        sandbox.CLONE_NEWNS,
-        sandbox.CLONE_NEWUTS,
-        sandbox.CLONE_NEWIPC,
-        sandbox.CLONE_NEWUSER,
-        sandbox.CLONE_NEWPID,
-        sandbox.CLONE_NEWNET,
+        CLONE_NEWNS,
+        CLONE_NEWUTS,
+        CLONE_NEWIPC,
+        CLONE_NEWUSER,
+        CLONE_NEWPID,
+        CLONE_NEWNET,
         CLONE_NEWCGROUP,
         CLONE_NEWTIME,
     ]

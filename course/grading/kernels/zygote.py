@@ -46,6 +46,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from course.grading.kernels import cgroups, sandbox
+from course.grading.kernels.policy import Limits
 
 PRELOAD = [
     "numpy",
@@ -236,7 +237,7 @@ class Zygote:
         if problem:
             return {"error": problem}
         try:
-            group = cgroups.create(sandbox.Limits()) if request["sandbox"] else None
+            group = cgroups.create(Limits()) if request["sandbox"] else None
         except OSError as error:
             return {"error": f"cannot make the kernel's control group: {error}"}
         read, write = os.pipe()

@@ -51,6 +51,7 @@ from course.grading.remote.client import (
     Remote,
     unpack_message_part,
 )
+from utils.grading import statement_at
 from utils.review import bound_names, free_names
 
 BUILTIN_NAMES = frozenset(dir(builtins))
@@ -84,8 +85,7 @@ def failure_output(error, filename, source, hidden):
     if not hidden:
         line = failing_line(error, filename)
         if line:
-            text = source.splitlines()[line - 1].strip()
-            lines.append(f"(test cell, line {line}: {text})")
+            lines.append(f"(test cell, line {line}: {statement_at(source, line)})")
     return new_output("error", ename=ename, evalue=evalue, traceback=["\n".join(lines)])
 
 

@@ -11,7 +11,9 @@ An update of a display is cut the same way, and outputs a `clear_output` removes
 back. At the end of the cell, a note says how much was cut ("output cut: 812 MB more were
 printed"). Each kept output also counts OUTPUT_OVERHEAD characters, what the grader holds of
 one beyond its text, so that a flood of tiny outputs is bounded too. Widgets are not mimicked:
-what an Output widget captures stays in its cell's outputs.
+what an Output widget captures stays in its cell's outputs. The executor's client (`OutputClient`)
+reads a few messages at a time, so a flood waits in the kernel, and drops any message over
+MAX_OUTPUT_MESSAGE_BYTES unread: the grader holds a few such messages at most while it cuts them.
 """
 
 import json

@@ -5,7 +5,9 @@ lines; each type of a rich output's data (text cut, an image or JSON value kept 
 dropped) and its metadata. Each output keeps `max_characters` characters in all, plus a note
 saying how many were cut; a cell keeps its outputs, in order, while they fit in
 `max_cell_characters`, and the notebook's cells while they fit in `max_notebook_characters`:
-the outputs after are replaced by one note of how many were dropped.
+the outputs after are replaced by one note of how many were dropped. The executor already keeps
+outputs within these limits as they arrive (`output_budget.py`): this step is the final pass of
+autograde, and the pages' own pass over any notebook they show.
 """
 
 import json

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from sandboxed_kernel import lines_printed_in_a_sandboxed_kernel
 
-from course.grading.kernels import landlock, sandbox
+from course.grading.kernels import landlock, policy, sandbox
 
 ABI = landlock.abi()
 needs_landlock = pytest.mark.skipif(ABI == 0, reason="this Linux has no Landlock")
@@ -111,7 +111,7 @@ def test_a_sandboxed_kernel_writes_only_where_the_sandbox_lets_it(tmp_path):
     folder, ipc_dir = tmp_path / "work", tmp_path / "ipc"
     folder.mkdir()
     ipc_dir.mkdir()
-    places = [sandbox.HOME, "/tmp", str(ipc_dir)]
+    places = [policy.HOME, "/tmp", str(ipc_dir)]
 
     def look():
         written = {place: error_of(write_in(place)) for place in places}

@@ -10,12 +10,17 @@ import subprocess
 import sys
 from pathlib import Path
 
+import nbformat
 import pytest
+import zmq
 from attacks.floods import FLOODS
 from output_memory import DURING_A_TEST
 
 from course.coursedir.nbgrader_run import nbgrader_environment
 from course.coursedir.paths import ROOT
+from course.grading.preprocessors.judge import JudgeExecute
+from course.grading.preprocessors.output_budget import MAX_OUTPUT_MESSAGE_BYTES
+from course.grading.remote.client import QUEUED_MESSAGES
 
 RISE_LIMIT_MIB = 256  # the most a flood may add to the grader's peak memory
 CELL_CHARACTERS = 2_000_000  # what a cell keeps (c.LimitOutputSize.max_cell_characters)
@@ -62,3 +67,11 @@ def test_a_flood_of_output_during_a_test_adds_little_to_the_graders_peak_memory(
     print(f"{name}: peak growth {growth:.0f} MiB ({honest:.0f} MiB honest)")
     assert growth < honest + RISE_LIMIT_MIB, (name, growth, honest)
     assert failure == ""  # the test passed: the flood cost nothing but its time
+
+
+def test_the_executor_reads_a_few_outputs_at_a_time_and_none_over_16_mib():
+    execute = JudgeExecute()
+    execute.nb = nbformat.v4.new_notebook()
+    context = execute.create_kernel_manager().client().context
+    assert context.getsockopt(zmq.MAXMSGSIZE) == MAX_OUTPUT_MESSAGE_BYTES == 16 * 2**20
+    assert context.getsockopt(zmq.RCVHWM) == QUEUED_MESSAGES

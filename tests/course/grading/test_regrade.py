@@ -1,15 +1,11 @@
-"""Autograding a graded submission again keeps its hand grades; its log is for the instructor."""
+"""Autograding a graded submission again keeps its hand grades."""
 
-import io
-import logging
 from types import SimpleNamespace
 
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell
 
-from course.grading.preprocessors.regrade import KeepManualGrades, QuietCapture, RestoreTestCells
-
-HIDDEN = "check(1)\n### BEGIN HIDDEN TESTS\ncheck(2)\n### END HIDDEN TESTS\n"
+from course.grading.preprocessors.regrade import KeepManualGrades
 
 
 class Gradebook:
@@ -61,46 +57,3 @@ def test_an_overridden_test_score_asks_for_review_only_when_the_autograder_chang
     grade = SimpleNamespace(auto_score=auto_before, manual_score=1.0, needs_manual_grade=False)
     cell = graded(new_code_cell("check(1)", execution_count=1))
     assert save(cell, grade).needs_manual_grade is review
-
-
-def restore(submitted):
-    """Run RestoreTestCells' report of a changed checksum; the log records it made."""
-    step = RestoreTestCells()
-    step.gradebook, step.notebook_id, step.assignment_id = Gradebook(None, HIDDEN), "n", "a"
-    step.submitted_source = submitted
-    records = []
-    step.log.addHandler(handler := logging.Handler())
-    handler.emit = records.append
-    step.log.setLevel(logging.DEBUG)
-    try:
-        step.report_change("test_answer", "checksum", "old", "new")
-    finally:
-        step.log.removeHandler(handler)
-    return [(record.levelname, record.getMessage()) for record in records]
-
-
-def test_putting_hidden_tests_back_is_information():
-    assert restore("check(1)\n") == [("INFO", "Restored the hidden tests of cell test_answer")]
-
-
-def test_a_test_cell_the_student_changed_is_a_warning():
-    assert restore("pass\n") == [
-        ("WARNING", "Cell test_answer was changed by the student; restored as released")
-    ]
-
-
-def test_the_captured_log_keeps_info_and_above():
-    log = logging.getLogger("course.test_regrade")
-    log.setLevel(logging.DEBUG)
-    capture = logging.StreamHandler(io.StringIO())
-    capture.setFormatter(logging.Formatter("[%(levelname)s] %(message)s"))
-    log.addHandler(capture)
-    try:
-        log.debug("Student: ada")
-        log.info("Sanitizing")
-        QuietCapture(log=log).preprocess(SimpleNamespace(cells=[]), {})
-        log.debug("msg_type: status")
-        log.warning("The kernel did not answer")
-    finally:
-        log.removeHandler(capture)
-    assert capture.stream.getvalue() == "[INFO] Sanitizing\n[WARNING] The kernel did not answer\n"

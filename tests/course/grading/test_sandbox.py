@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import zmq
 
-from course.grading.kernels import cgroups, sandbox
+from course.grading.kernels import cgroups, policy, sandbox
 
 
 def inside_sandbox(tmp_path, monkeypatch, extra_readable):
@@ -107,7 +107,7 @@ def test_a_kernel_cannot_fill_the_socket_folder_or_nest_it_deep(tmp_path):
     ipc_dir = tmp_path / "ipc"
     text, _ = sandboxed_look(tmp_path, lambda: run_in_sandbox(FILLS_THE_SOCKET_FOLDER, ipc_dir))
     filled = json.loads(text)
-    limits = sandbox.Limits()
+    limits = policy.Limits()
     assert filled["written"] <= limits.socket_folder_bytes, filled
     assert filled["files"] + filled["depth"] < limits.socket_folder_files, filled
     sandbox.remove_socket_folder(ipc_dir)
@@ -257,7 +257,7 @@ def start_hog(tmp_path, group):
 
 def timed_in_sandbox(tmp_path, name):
     """Seconds that spin() takes in a fresh sandbox of its own control group."""
-    group = cgroups.create(sandbox.Limits())
+    group = cgroups.create(policy.Limits())
     try:
         text, ipc_dir = sandboxed_look(tmp_path / name, spin, group)
         sandbox.remove_socket_folder(ipc_dir)
@@ -269,7 +269,7 @@ def timed_in_sandbox(tmp_path, name):
 @in_control_groups
 def test_a_sandbox_of_50_busy_processes_slows_another_no_more_than_one_busy_student(tmp_path):
     alone = min(timed_in_sandbox(tmp_path / "alone", name) for name in ("first", "second"))
-    hog = cgroups.create(sandbox.Limits())
+    hog = cgroups.create(policy.Limits())
     try:
         pid = start_hog(tmp_path, hog)
         assert len(hog.members()) == HOG_PROCESSES + IN_EVERY_SANDBOX
@@ -288,7 +288,7 @@ def test_a_sandbox_of_50_busy_processes_slows_another_no_more_than_one_busy_stud
 
 @in_control_groups
 def test_a_group_is_removed_with_every_process_left_in_it(tmp_path):
-    group = cgroups.create(sandbox.Limits())
+    group = cgroups.create(policy.Limits())
     pid = start_hog(tmp_path, group)
     members = group.members()
     assert len(members) == HOG_PROCESSES + IN_EVERY_SANDBOX
@@ -323,7 +323,7 @@ def test_the_whole_sandbox_shares_one_limit_on_processes(tmp_path):
         except OSError:
             return str(children)
 
-    group = cgroups.create(sandbox.Limits(processes=16))
+    group = cgroups.create(policy.Limits(processes=16))
     try:
         text, ipc_dir = sandboxed_look(tmp_path, fork_until_refused, group)
     finally:
@@ -333,14 +333,14 @@ def test_the_whole_sandbox_shares_one_limit_on_processes(tmp_path):
 
 
 IPC_CREAT, IPC_RMID = 0o1000, 0
-SEGMENT_BYTES = 2 * sandbox.MiB
+SEGMENT_BYTES = 2 * policy.MiB
 
 
 def hoard_system_v_ipc():
     """Keep System V segments (filled, detached), queues and semaphore sets until refused."""
     libc = ctypes.CDLL(None, use_errno=True)
     libc.shmat.restype = ctypes.c_void_p
-    limit = sandbox.Limits().shared_memory_bytes
+    limit = policy.Limits().shared_memory_bytes
     found = {"one_too_large": libc.shmget(0, ctypes.c_size_t(2 * limit), IPC_CREAT | 0o600)}
     kept = 0
     for _ in range(100):  # 200 MiB, where Linux's defaults would allow it
@@ -369,7 +369,7 @@ def made_until_refused(make, most=1000):
 def test_system_v_ipc_beyond_the_small_limits_of_the_sandbox_is_refused(tmp_path):
     text, ipc_dir = sandboxed_look(tmp_path, hoard_system_v_ipc)  # no group: rlimits only
     sandbox.remove_socket_folder(ipc_dir)
-    found, limits = json.loads(text), sandbox.Limits()
+    found, limits = json.loads(text), policy.Limits()
     assert found["one_too_large"] == -1 and found["large_set"] == -1
     assert 0 < found["kept_bytes"] <= limits.shared_memory_bytes
     assert 0 < found["queues"] <= limits.ipc_objects
@@ -377,8 +377,8 @@ def test_system_v_ipc_beyond_the_small_limits_of_the_sandbox_is_refused(tmp_path
 
 
 def test_the_ipc_limits_count_pages_and_objects():
-    settings = sandbox.ipc_settings(sandbox.Limits(shared_memory_bytes=8 * sandbox.MiB), 4096)
-    assert (settings["shmmax"], settings["shmall"]) == (8 * sandbox.MiB, 2048)
+    settings = sandbox.ipc_settings(policy.Limits(shared_memory_bytes=8 * policy.MiB), 4096)
+    assert (settings["shmmax"], settings["shmall"]) == (8 * policy.MiB, 2048)
     assert settings["sem"] == "32 512 32 16" and settings["msgmni"] == 16
 
 
@@ -388,7 +388,7 @@ def make_memory_file():
         descriptor = os.memfd_create("hoard")
     except OSError as error:
         return f"refused: {errno.errorcode[error.errno]}"
-    os.ftruncate(descriptor, sandbox.MiB)
+    os.ftruncate(descriptor, policy.MiB)
     return "made"
 
 
@@ -400,7 +400,7 @@ def test_without_a_group_no_anonymous_memory_file_can_be_made(tmp_path):
 
 @in_control_groups
 def test_in_a_group_which_counts_its_memory_an_anonymous_memory_file_can_be_made(tmp_path):
-    group = cgroups.create(sandbox.Limits())
+    group = cgroups.create(policy.Limits())
     try:
         text, ipc_dir = sandboxed_look(tmp_path, make_memory_file, group)
     finally:
@@ -423,13 +423,13 @@ def test_on_cgroup_v2_the_controllers_are_handed_down_and_each_sandbox_limited(t
     found = cgroups._find_hierarchy(tmp_path / "mountinfo", tmp_path / "membership")
     assert (found.kind, found.parents) == (cgroups.V2, (own,))
     assert (own / "cgroup.subtree_control").read_text() == "+memory +pids +cpu"
-    limits = sandbox.Limits()
+    limits = policy.Limits()
     group = cgroups._make(found, "course-sandbox-1-0", limits)
     written = {path.name: path.read_text() for path in group.folders[0].iterdir()}
     assert written == {
         "memory.max": str(limits.sandbox_memory_bytes),
         "pids.max": str(limits.processes),
-        "cpu.weight": str(cgroups.CPU_WEIGHT),
+        "cpu.weight": str(policy.CPU_WEIGHT),
     }
 
 
@@ -472,7 +472,7 @@ def test_a_user_grades_in_the_group_that_root_delegated_to_it():
             os.setresgid(nobody.pw_gid, nobody.pw_gid, nobody.pw_gid)
             os.setresuid(nobody.pw_uid, nobody.pw_uid, nobody.pw_uid)
             cgroups.mode.cache_clear()
-            group = cgroups.create(sandbox.Limits())
+            group = cgroups.create(policy.Limits())
             made = [str(folder.parent) for folder in group.folders]
             group.remove()
             return {"mode": cgroups.mode().describe(), "made_in": made}

@@ -16,10 +16,11 @@ from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.client import KernelClient
 from jupyter_client.manager import KernelManager
 from jupyter_client.session import Session
+from nbclient import NotebookClient
 from nbgrader.preprocessors import SaveAutoGrades
 
 from course.grading.kernels import provisioner
-from course.grading.preprocessors import judge, regrade
+from course.grading.preprocessors import judge, output_budget, regrade
 from course.grading.remote import client
 
 # (the class the course extends or reads, the member, the library function that must use it)
@@ -34,6 +35,8 @@ HOOKS = [
     (KernelClient, "_iopub_channel", KernelClient),
     (Session, "unpack", Session.deserialize),
     (SaveAutoGrades, "_add_score", SaveAutoGrades.preprocess_cell),
+    (NotebookClient, "_update_display_id", NotebookClient.process_message),
+    (NotebookClient, "_display_id_map", NotebookClient.output),
 ]
 
 # Where the course touches each member: a change there must update HOOKS.
@@ -47,6 +50,8 @@ USERS = {
     "_iopub_channel": judge,
     "unpack": client,
     "_add_score": regrade,
+    "_update_display_id": output_budget,
+    "_display_id_map": output_budget,
 }
 
 

@@ -1,0 +1,169 @@
+"""The sandbox's whole policy: what a student's kernel may see, write, call and use.
+
+Every limit, folder, device, variable and system call that the sandbox decides is here, each
+with why; `sandbox`, `cgroups`, `syscall_filter` and `landlock` read it, and how they carry it
+out is theirs. A reviewer who approves this file approves what a kernel may do (SECURITY.md: the
+threat model). Imports nothing of `course`.
+"""
+
+from dataclasses import dataclass
+
+KiB, MiB = 1 << 10, 1 << 20
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one sandboxed kernel may use."""
+
+    memory_bytes: int = 4096 * MiB  # address space of each process: torch and a lab fit
+    sandbox_memory_bytes: int = 4096 * MiB  # resident memory of its control group, tmpfs included
+    processes: int = 64  # processes and threads of its user and of its control group: no fork bomb
+    cpu_seconds: int = 900  # CPU time of each process: a backstop far above a test's 30 s
+    file_bytes: int = 32 * MiB  # largest file it may write: no lab writes one
+    open_files: int = 256  # of each process: a kernel and its sockets need a few dozen
+    tmp_bytes: int = 64 * MiB  # each of /tmp and the home folder: they are memory
+    shared_memory_bytes: int = 16 * MiB  # System V shared memory, sandbox whole: no lab uses it
+    ipc_objects: int = 16  # System V segments, and likewise message queues and semaphore sets
+    socket_folder_bytes: int = 1 * MiB  # the folder of its connection file and sockets
+    socket_folder_files: int = 64  # a kernel makes five sockets and a connection file
+
+
+# The sandbox's root and /dev are tmpfs holding only mount points and links: a little each.
+ROOT_BYTES = 1 * MiB
+DEVICE_FOLDER_BYTES = 64 * KiB
+# System V IPC beyond the limits above: Linux's own defaults, which nothing needs raised.
+MESSAGE_BYTES, MESSAGE_QUEUE_BYTES = 8192, 16384  # one message, one queue
+SEMAPHORES_PER_SET = 32
+
+# cgroups: the same CPU share for every sandbox (the default of any group), so that with N busy
+# sandboxes each gets at least 1/N of the CPU, however many processes it runs.
+CPU_SHARES = 1024  # cgroup v1
+CPU_WEIGHT = 100  # cgroup v2
+
+# Who the kernel is, as root: a user id no other sandbox has (UID_BASE + the pid that made it),
+# so that no sandbox can signal or read another's processes.
+UID_BASE = 2_000_000_000
+# The kernel's home, a tmpfs holding a private copy of the student's folder.
+HOME = "/home/student"
+
+# Visible, read-only: the system a Python process needs, then Python, its installed packages
+# and `utils` (found where they are installed). Nothing else of the machine or the course.
+SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc"]
+# Writable, besides its home and the folder of its sockets: /tmp, and /dev (its character
+# devices and /dev/shm). Landlock, where Linux has it, lets it write nowhere else.
+WRITABLE_PLACES = ("/tmp", "/dev")
+# The devices of /dev: harmless character devices that Python and torch open.
+DEVICES = ["null", "zero", "full", "random", "urandom"]
+
+# The grader's variables that the kernel keeps: locale, paths and the settings of the libraries
+# that make its results the same on every machine. No token, key or home of the instructor.
+KEPT_ENVIRONMENT = {
+    "PATH",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TZ",
+    "PYTHONHASHSEED",
+    "NBGRADER_EXECUTION",
+    "MPLBACKEND",
+    "JPY_PARENT_PID",
+    "JPY_SESSION_NAME",
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "ATEN_CPU_CAPABILITY",
+    "MKL_ENABLE_INSTRUCTIONS",
+    "MKL_CBWR",
+    "ONEDNN_MAX_CPU_ISA",
+    "PYDEVD_DISABLE_FILE_VALIDATION",
+}
+# Where the kernel's tools keep their files: its own /tmp, never a folder of the grader.
+PRIVATE_FOLDERS = {
+    "TMPDIR": "/tmp",
+    "IPYTHONDIR": "/tmp/ipython",
+    "MPLCONFIGDIR": "/tmp/matplotlib",
+    "JUPYTER_RUNTIME_DIR": "/tmp/jupyter",
+    "JUPYTER_CONFIG_DIR": "/tmp/jupyter",
+    "JUPYTER_DATA_DIR": "/tmp/jupyter",
+}
+
+# The system calls the filter denies (EPERM): the kernel's interfaces that no notebook needs and
+# that widen what a process can reach. Besides these, the filter denies new namespaces (unshare
+# and clone with a namespace flag; clone3), changes of personality, every socket but a Unix one,
+# memfd_create where no control group counts its memory, and SYSTEM_V_IPC where the limits of
+# System V IPC could not be set (`syscall_filter`).
+DENIED = (
+    # namespaces: entering another one (unshare and clone only with a namespace flag)
+    "setns",
+    # other processes: tracing them, reading or writing their memory, taking their files
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "process_madvise",
+    "kcmp",
+    "pidfd_getfd",
+    # the kernel keyring
+    "add_key",
+    "request_key",
+    "keyctl",
+    # programs and counters in the kernel, page faults in user space, asynchronous rings
+    "bpf",
+    "perf_event_open",
+    "userfaultfd",
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
+    # mounts and file handles
+    "mount",
+    "umount",
+    "umount2",
+    "pivot_root",
+    "chroot",
+    "move_mount",
+    "open_tree",
+    "open_tree_attr",
+    "listmount",
+    "statmount",
+    "fsopen",
+    "fsconfig",
+    "fsmount",
+    "fspick",
+    "mount_setattr",
+    "name_to_handle_at",
+    "open_by_handle_at",
+    "fanotify_init",
+    "quotactl",
+    "quotactl_fd",
+    # kernel modules and the running kernel
+    "init_module",
+    "finit_module",
+    "delete_module",
+    "create_module",
+    "query_module",
+    "get_kernel_syms",
+    "kexec_load",
+    "kexec_file_load",
+    "reboot",
+    "syslog",
+    "acct",
+    "swapon",
+    "swapoff",
+    "settimeofday",
+    "clock_settime",
+    "clock_adjtime",
+    "stime",
+    # hardware and obsolete interfaces
+    "iopl",
+    "ioperm",
+    "vm86",
+    "vm86old",
+    "vhangup",
+    "uselib",
+    "ustat",
+    "sysfs",
+    "_sysctl",
+    "nfsservctl",
+    "lookup_dcookie",
+)
+# What makes System V IPC objects ("ipc": all of System V IPC on machines that multiplex it):
+# denied where its limits could not be set; neither torch nor multiprocessing uses it.
+SYSTEM_V_IPC = ("shmget", "msgget", "semget", "ipc")
