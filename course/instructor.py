@@ -109,7 +109,7 @@ def autograde(
     outcomes = grading_pool.grade_class(
         assignment, students, root, jobs, progress=progress, sandboxed=sandboxed
     )
-    lines = [summary(assignment, students, root)]
+    lines = [lab_summary(assignment, students, root)]
     notebook = paths.lab_filename(assignment)
     labels = student_labels(students, root)
     for student in students:
@@ -163,7 +163,7 @@ def student_labels(students, root):
         return {student: student_label(book, student) for student in students}
 
 
-def summary(assignment, students, root):
+def lab_summary(assignment, students, root):
     """Students graded, their mean score, the written answers to grade and late work of a lab."""
     with open_gradebook(root) as book:
         lab = book.find_assignment(assignment)

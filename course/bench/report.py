@@ -31,7 +31,7 @@ from pathlib import Path
 
 from course import instructor
 from course.coursedir import notebooks, paths
-from course.coursedir.scratch import autograde, fill, scratch_course, solution_cells, submit
+from course.coursedir.scratch import autograde_scratch, fill, scratch_course, solution_cells, submit
 from course.grading import pool
 
 LESSON_BENCHMARKS = [
@@ -64,7 +64,7 @@ def autograde_seconds_per_submission(assignment, students=4, fork=True):
         for number in range(students):
             submit(root, assignment, f"student{number:02d}", submission)
         start = time.perf_counter()
-        autograde(root, assignment)
+        autograde_scratch(root, assignment)
         return (time.perf_counter() - start) / students
 
 

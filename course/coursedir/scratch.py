@@ -96,7 +96,7 @@ def submit(course_root, assignment, student, nb, filename=None):
     notebooks.write(nb, folder / (filename or paths.lab_filename(assignment)))
 
 
-def autograde(course_root, assignment):
+def autograde_scratch(course_root, assignment):
     """Autograde every submission of `assignment` in `course_root`; return nbgrader's log."""
     result = nbgrader(["autograde", assignment, "--force"], course_root, check=False)
     if result.returncode != 0:

@@ -240,11 +240,11 @@ def grade_of(state, assignment):
     """A submission's Grade, from its SubmissionState: its score after any late penalty, and the
     feedback's summary."""
     pending = list(state.to_grade)
-    comment = summary(assignment, state.score, state.max_score, pending, state.late_penalty)
+    comment = grade_comment(assignment, state.score, state.max_score, pending, state.late_penalty)
     return Grade(state.student, state.score, state.max_score, pending, comment)
 
 
-def summary(assignment, score, maximum, pending, penalty):
+def grade_comment(assignment, score, maximum, pending, penalty):
     """The comment that goes with a score: the feedback's summary in a few lines."""
     total = f"{assignment}: {score:g} / {maximum:g}"
     lines = [total + (f" (late penalty {penalty:g})" if penalty else "")]
@@ -298,7 +298,7 @@ def unchanged(record, lineitem, body):
 
 
 @dataclass
-class Outcome:
+class Delivery:
     """What a run did, student by student."""
 
     sent: list
@@ -326,14 +326,14 @@ def send_grades(assignment, root=paths.ROOT, provisional=False, session=None,
 
 
 def deliver(assignment, root, platform, grades, launched, session=None, replace_final=False):
-    """Post each grade that changed; record each success at once. An Outcome.
+    """Post each grade that changed; record each success at once. A Delivery.
 
     A provisional score for a student whose final score is in the LMS is held back, unless
     `replace_final`.
     """
     session = session or requests.Session()
     sent = read_sent(root, assignment)
-    outcome = Outcome([], [], [], [])
+    outcome = Delivery([], [], [], [])
     timestamp = datetime.now(UTC).isoformat(timespec="milliseconds")
     waiting = []
     for grade in grades:

@@ -6,7 +6,7 @@ One module per target: `on_the_checks` (the tests, from a kernel whose every cel
 tests/course/grading/test_hostile.py grades every attack beside an honest student and asserts
 what its `Attack` says: the text that names why it earned nothing, and the points it costs.
 `floods` holds cells that send outputs of one kind for seconds, any lab's: the grader's memory
-under each is measured by tests/course/grading/test_output_floods.py.
+under each is measured by tests/course/grading/preprocessors/test_output_budget.py.
 """
 
 from dataclasses import dataclass

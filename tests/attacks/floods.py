@@ -2,7 +2,7 @@
 
 Each flood is one cell (`Flood.cell()`), correct Python that runs well inside the cell's time
 limit. The grader keeps what its output budget allows as the messages arrive, so its memory must
-stay near what it is for an honest cell (tests/course/grading/test_output_floods.py).
+stay near what it is for an honest cell (tests/course/grading/preprocessors/test_output_budget.py).
 """
 
 from dataclasses import dataclass

@@ -790,7 +790,7 @@ def test_a_student_sees_as_a_cell_runs_what_the_grader_lists(
         result = shell.run_cell(source)
         assert result.success, f"{grade_id}: {result.error_in_exec!r}"
     shown = [line.strip() for line in capsys.readouterr().out.splitlines() if line[:7] == "  line "]
-    listed = grading.notebook_findings(nb, locked_cells(nb), lab_policy(assignment))
+    listed = grading.submission_findings(nb, locked_cells(nb), lab_policy(assignment))
     assert len(listed) >= len(STUDENT_CELLS[assignment])
     assert shown == [finding.split(", ", 1)[1] for finding in listed]
 

@@ -57,7 +57,7 @@ def lab_policy(coursedir, assignment, notebook):
     return LabPolicy.from_metadata(metadata)
 
 
-def notebook_findings(nb, instructor, policy):
+def submission_findings(nb, instructor, policy):
     """["<grade_id or cell N>, line L: it ...", ...] for every code cell the student wrote."""
     listed, modules = [], imported_names(instructor.values())
     for index, cell in enumerate(nb.cells):
@@ -76,7 +76,7 @@ class ListFindings(NbGraderPreprocessor):
         info = resources["nbgrader"]
         coursedir = CourseDirectory(config=self.config)
         policy = lab_policy(coursedir, info["assignment"], info["notebook"])
-        nb.metadata[FINDINGS_KEY] = notebook_findings(nb, instructor_cells(resources), policy)
+        nb.metadata[FINDINGS_KEY] = submission_findings(nb, instructor_cells(resources), policy)
         for finding in nb.metadata[FINDINGS_KEY]:
             self.log.info("Finding: %s", finding)
         return nb, resources

@@ -21,7 +21,7 @@ from IPython.core.inputtransformer2 import TransformerManager
 from nbclient import NotebookClient
 
 from course.coursedir import edition, notebooks, paths
-from course.coursedir.scratch import autograde as run_autograde
+from course.coursedir.scratch import autograde_scratch as run_autograde
 from course.coursedir.scratch import autograded_scores, fill, solution_cells, submit
 
 REPOSITORY = "example-org/attention-student"

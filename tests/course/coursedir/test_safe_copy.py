@@ -136,7 +136,7 @@ def test_a_device_is_refused(submission, tmp_path):
     try:
         os.mknod(submission / "null", stat.S_IFCHR | 0o600, os.makedev(1, 3))
     except PermissionError:
-        pytest.skip("this machine lets no one make a device node")
+        pytest.skip("this Linux lets no one make a device node here")
     copied = copy_tree(submission, tmp_path / "submitted", ME)
     assert refusals(copied) == {"null": "a device"}
 

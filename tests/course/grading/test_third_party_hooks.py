@@ -6,7 +6,7 @@ new release renames a member or stops calling it, the course's override would si
 running (the socket pinning of `_async_post_start_kernel` among them), and this test names it.
 requirements.txt pins these libraries; the behaviour of the hooks that carry security weight is
 tested where it matters (tests/course/grading/test_hostile.py: a kernel reached only through its
-pinned sockets; test_judge.py: an oversized message part refused by the replaced unpack).
+pinned sockets; remote/test_client.py: an oversized message part refused by the replaced unpack).
 """
 
 import inspect

@@ -268,7 +268,9 @@ def control_group_folders(pid):
     return [parent / name for parent in cgroups.mode().parents]
 
 
-@pytest.mark.skipif(cgroups.mode().kind == cgroups.RLIMITS, reason="no control group here")
+@pytest.mark.skipif(
+    cgroups.mode().kind == cgroups.RLIMITS, reason="this Linux gives no control group here"
+)
 def test_a_sandboxed_kernel_gets_a_control_group_removed_once_it_has_ended(shared_zygote, tmp_path):
     ipc_dir = tmp_path / "ipc"
     sandbox.make_socket_folder(ipc_dir)

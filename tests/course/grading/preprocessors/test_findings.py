@@ -18,7 +18,7 @@ from traitlets.config import Config
 from course.coursedir import notebooks, paths
 from course.coursedir.scratch import fill, solution_cells
 from course.grading.preprocessors.feedback import FeedbackExporter
-from course.grading.preprocessors.findings import FINDINGS_KEY, ListFindings, notebook_findings
+from course.grading.preprocessors.findings import FINDINGS_KEY, ListFindings, submission_findings
 from course.grading.preprocessors.pages import ShowFindings
 from utils.review import LabPolicy
 
@@ -131,8 +131,8 @@ def test_notebook_findings_reads_with_the_labs_policy():
     nb = fill(release(), {"softmax": FORBIDDEN_SOFTMAX})
     instructor = instructor_cells(release())
     policy = LabPolicy.from_metadata(notebooks.read(paths.source_lab(LAB)).metadata)
-    assert notebook_findings(nb, instructor, policy) == [SOFTMAX_FINDING]
-    assert notebook_findings(nb, instructor, LabPolicy()) == []
+    assert submission_findings(nb, instructor, policy) == [SOFTMAX_FINDING]
+    assert submission_findings(nb, instructor, LabPolicy()) == []
 
 
 # The pages.

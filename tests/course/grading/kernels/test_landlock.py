@@ -13,9 +13,11 @@ from course.grading.kernels import landlock, policy, sandbox
 
 ABI = landlock.abi()
 needs_landlock = pytest.mark.skipif(ABI == 0, reason="this Linux has no Landlock")
-needs_abi_4 = pytest.mark.skipif(ABI < 4, reason="Landlock handles TCP from ABI 4 on")
+needs_abi_4 = pytest.mark.skipif(
+    ABI < 4, reason="this Linux's Landlock handles no TCP (ABI 4 on do)"
+)
 needs_abi_6 = pytest.mark.skipif(
-    ABI < 6, reason="Landlock scopes signals and sockets from ABI 6 on"
+    ABI < 6, reason="this Linux's Landlock scopes no signals nor sockets (ABI 6 on do)"
 )
 
 

@@ -212,7 +212,8 @@ def test_a_socket_folder_entry_that_is_not_a_socket_is_refused_and_nothing_is_he
 
 
 in_control_groups = pytest.mark.skipif(
-    cgroups.mode().kind == cgroups.RLIMITS, reason=f"no control group here: {cgroups.mode()}"
+    cgroups.mode().kind == cgroups.RLIMITS,
+    reason=f"this Linux gives no control group here: {cgroups.mode()}",
 )
 HOG_PROCESSES = 50
 IN_EVERY_SANDBOX = 2  # process 1 and the process outside that waits for it
@@ -539,3 +540,11 @@ def test_pivot_root_is_called_by_its_number_on_each_known_machine_and_refused_el
     assert sandbox.pivot_root_number("aarch64") == 41
     with pytest.raises(sandbox.SandboxError, match="sparc64"):
         sandbox.pivot_root_number("sparc64")
+
+
+def test_the_c_library_is_loaded_once_for_the_whole_course():
+    course = Path(sandbox.__file__).parents[2]
+    loading = sorted(
+        p.relative_to(course).as_posix() for p in course.rglob("*.py") if "CDLL(" in p.read_text()
+    )
+    assert loading == ["grading/kernels/linux.py"]
