@@ -22,6 +22,7 @@ from datetime import datetime
 from pathlib import Path, PurePosixPath
 
 from course.coursedir import gradebook_db, paths, safe_copy
+from course.coursedir.words import counted
 from course.lms.names import LMS_NAMES, VALID_STUDENT_ID, parse_download, zip_entry_name
 from course.lms.roster import read_roster, roster_entry, split_name
 
@@ -275,7 +276,8 @@ class Report:
         systems = " + ".join(LMS_NAMES[name] for name in sorted(self.lms)) or "no LMS"
         late = f" ({len(self.late)} late)" if self.late else ""
         lines = [
-            f"{self.assignment}: {systems} export, {len(manifest)} students in submitted/{late}"
+            f"{self.assignment}: {systems} export, {counted(len(manifest), 'student')} in "
+            f"submitted/{late}"
         ]
         sections = [
             (f"renamed, collected as {lab}", self.renamed),

@@ -13,6 +13,7 @@ import nbformat
 from nbgrader.api import MissingEntry
 
 from course.coursedir import gradebook_db, notebooks, paths, submissions
+from course.coursedir.words import counted
 from course.grading.preprocessors.feedback import HideHiddenTests
 from course.grading.preprocessors.output_limits import LimitOutputSize
 from course.grading.preprocessors.pages import CleanSubmission
@@ -110,7 +111,8 @@ def lms_feedback(assignment, manifest, root=paths.ROOT, held=()):
                 missing.append(student)
         path = Path(UPLOAD) / assignment / f"feedback_{name}.zip"
         write_zip(Path(root) / path, entries)
-        lines.append(f"  {LMS_NAMES[name]}: {len(entries)} students' feedback in {path}")
+        students = counted(len(entries), "student")
+        lines.append(f"  {LMS_NAMES[name]}: feedback of {students} in {path}")
         if missing:
             lines.append(f"    no feedback (not graded): {', '.join(missing)}")
     return lines

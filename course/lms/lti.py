@@ -250,8 +250,8 @@ def grade_comment(assignment, score, maximum, pending, penalty):
     lines = [total + (f" (late penalty {penalty:g})" if penalty else "")]
     if pending:
         lines.append(
-            f"Provisional: {len(pending)} written answer(s) still to be graded, counted as 0 "
-            f"({', '.join(pending)})."
+            f"Provisional: {counted(len(pending), 'written answer')} still to be graded, "
+            f"counted as 0 ({', '.join(pending)})."
         )
     lines.append("Your feedback: in the course's JupyterHub, Assignments, Fetch Feedback.")
     return "\n".join(lines)
