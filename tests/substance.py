@@ -11,7 +11,8 @@ applying a layer, `w(x)`, is the product `x @ w`. Docstrings, prints, input chec
 raise`), conversions of the parameters (`lengths = torch.as_tensor(lengths)`) and their defaults
 (`if n is None: n = ...`) are left out, since a lecture seldom has them: a lecture cell wrapped
 in them is still the lecture cell. Only the functions a student writes count, not those a lab
-gives.
+gives. The same measure compares an exercise with the cells its own lab shows (helpers, references
+and visible tests as released), which must not hold its answer either.
 """
 
 import ast
@@ -207,6 +208,16 @@ def cell_units(source, label):
     body = [s for s in tree.body if not isinstance(s, (ast.Import, ast.ImportFrom))]
     units = functions + [(label, _sequence(body, True))]
     return [(name, sequence) for name, sequence in units if sequence]
+
+
+def notebook_units(cells, label):
+    """Units of every code cell of a notebook, each named `label` and the cell's number."""
+    return [
+        unit
+        for number, cell in enumerate(cells)
+        if cell.get("cell_type") == "code"
+        for unit in cell_units(cell.get("source", ""), f"{label} cell {number}")
+    ]
 
 
 def shown_share(solution, shown):

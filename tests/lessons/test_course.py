@@ -10,7 +10,7 @@ import nbformat
 import pytest
 from catalogue import ASSIGNMENTS
 from nbgrader.validator import Validator
-from substance import cell_units, exercise_share, function_units
+from substance import exercise_share, function_units, notebook_units
 
 from course.coursedir import notebooks, paths, release
 from utils.review import bound_names, free_names
@@ -389,18 +389,20 @@ def lecture_code_units(assignment):
         unit
         for path in paths.lecture_notebooks()
         if path.name[:2] <= assignment[:2]
-        for number, cell in enumerate(notebooks.read(path).cells)
-        if cell.cell_type == "code"
-        for unit in cell_units(cell.source, f"{path.name[:2]} cell {number}")
+        for unit in notebook_units(notebooks.read(path).cells, path.name[:2])
     ]
 
 
-def exercise_shares(assignment):
-    """{grade_id: (share, [(function, share, where)], points)} of the exercises with code, in order.
+def lab_code_units(assignment):
+    """Token units of the code cells a student sees in a lab: its released notebook."""
+    return notebook_units(notebooks.read(generated("release", assignment)).cells, "lab")
+
+
+def exercise_shares(assignment, shown):
+    """{grade_id: (share, [(function, share, where)], points)} of the exercises against `shown`.
 
     An exercise is a solution cell and the test cells that follow it, up to the next one.
     """
-    shown = lecture_code_units(assignment)
     shares, current = {}, None
     for cell in source_notebook(assignment).cells:
         meta = notebooks.nbgrader_meta(cell)
@@ -421,20 +423,48 @@ def test_lectures_show_the_idea_not_the_labs_substance(assignment):
     # the spelling and the checks around it. A lab may open with one warm-up worth at most
     # WARM_UP_POINTS that restates its lecture; the points go where the thinking is.
     copies, rewritten = [], []
-    for index, (grade_id, (share, found, points)) in enumerate(
-        exercise_shares(assignment).items()
-    ):
+    shares = exercise_shares(assignment, lecture_code_units(assignment))
+    for grade_id, (share, found, points), warm_up in graded_exercises(shares):
         known = (assignment, grade_id) in KNOWN_RESTATEMENTS
-        warm_up = index == 0 and points <= WARM_UP_POINTS
         if share >= SUBSTANCE_LIMIT and not known and not warm_up:
-            where = ", ".join(f"{name} {part:.0%} in lecture {cell}" for name, part, cell in found)
-            copies.append(f"{grade_id} ({points} points, {share:.0%}: {where})")
+            copies.append(shown_where(grade_id, share, found, points, "lecture "))
         if share < SUBSTANCE_LIMIT and known:
             rewritten.append(f"{grade_id} ({share:.0%})")
     assert not copies, f"{assignment}: exercises that a lecture already shows: {copies}"
     assert not rewritten, (
         f"{assignment}: no longer restates a lecture, remove from KNOWN_RESTATEMENTS: {rewritten}"
     )
+
+
+def graded_exercises(shares):
+    """(grade_id, (share, found, points), warm_up) of each exercise; a warm-up opens a lab."""
+    for index, (grade_id, measured) in enumerate(shares.items()):
+        yield grade_id, measured, index == 0 and measured[2] <= WARM_UP_POINTS
+
+
+def shown_where(grade_id, share, found, points, prefix):
+    """One exercise's share and the cells that show each of its functions, for a message."""
+    where = ", ".join(f"{name} {part:.0%} in {prefix}{cell}" for name, part, cell in found)
+    return f"{grade_id} ({points} points, {share:.0%}: {where})"
+
+
+# ... nor does the lab itself: no cell a student sees (a helper, a reference, an example or a
+# visible test, as released) holds half of an exercise's code. A reference that follows the
+# answer lives in a hidden test; visible tests compare with numbers worked out once, or with the
+# course's own models. The limit is the lecture measure's; beyond their warm-ups the labs stay
+# below 45%, while a visible reference of the answer gives 50% to 80% and more.
+LAB_SUBSTANCE_LIMIT = 0.5
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_labs_show_no_exercise_s_substance(assignment):
+    shares = exercise_shares(assignment, lab_code_units(assignment))
+    copies = [
+        shown_where(grade_id, share, found, points, "")
+        for grade_id, (share, found, points), warm_up in graded_exercises(shares)
+        if share >= LAB_SUBSTANCE_LIMIT and not warm_up
+    ]
+    assert not copies, f"{assignment}: exercises that a visible cell of the lab shows: {copies}"
 
 
 MAX_VISIBLE_TEST_LINES = 25

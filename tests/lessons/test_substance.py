@@ -1,6 +1,6 @@
 """The substance measure: renaming, respelling or wrapping a lecture cell does not hide it."""
 
-from substance import cell_units, exercise_share, function_units
+from substance import cell_units, exercise_share, function_units, notebook_units
 
 LECTURE_CELL = """
 lengths = torch.tensor([5, 3])
@@ -81,3 +81,24 @@ class Score(nn.Module):
         return torch.arange(seq_len)[None, :] < lengths[:, None]
 """
     assert [name for name, _ in function_units(given)] == ["score"]
+
+
+def test_a_lab_s_helper_cell_that_holds_the_answer_is_found():
+    exercise = """
+def decoder_step(cell, output, x, hidden):
+    ### BEGIN SOLUTION
+    new = cell(torch.cat([x, hidden], dim=-1), hidden)
+    return output(torch.cat([hidden, new], dim=-1)), new
+    ### END SOLUTION
+"""
+    helper = """
+@in_kernel
+def step_by_hand(decoder, x, hidden):
+    state = decoder.cell(torch.cat([x, hidden], dim=-1), hidden)
+    return decoder.output(torch.cat([hidden, state], dim=-1)), state
+"""
+    cells = [{"cell_type": "markdown", "source": exercise}, {"cell_type": "code", "source": helper}]
+    units = notebook_units(cells, "lab")
+    share, found = exercise_share(function_units(exercise), units)
+    assert share > 0.8  # only the calls of the decoder's layers are spelled otherwise
+    assert found[0][2] == "lab cell 1 step_by_hand"

@@ -3,7 +3,7 @@
 from course.coursedir.scratch import Mistake
 from course.coursedir.scratch import with_replacements as _with
 
-# Correct answers; each mistake below changes one part of one of them.
+# Correct answers; each mistake below changes one part of one of them, or is a short answer.
 _SOFTMAX = '''
 def softmax(scores, dim=-1):
     shifted = scores - scores.amax(dim=dim, keepdim=True)

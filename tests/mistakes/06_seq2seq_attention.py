@@ -25,7 +25,7 @@ class Attention(nn.Module):
         return weights @ values, weights
 '''
 
-# The answer that leaves a fully masked row NaN: the other attention mistakes change it.
+# The answer that leaves a fully masked row NaN: most attention mistakes below change it.
 _NAN_ROWS = _with(
     _ATTENTION,
     "            scores = scores.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)\n", "",

@@ -222,6 +222,19 @@ MISTAKES = [
         message="is the mask inverted? Here True means *may attend*",
     ),
     Mistake(
+        name="attention_scores_mask_inverted",
+        cell="attention",
+        code=_with(_ATTENTION, 'masked_fill(~allowed, float("-inf"))',
+                   'masked_fill(allowed, float("-inf"))'),
+        message="you inverted the mask in one of its two uses",
+    ),
+    Mistake(
+        name="attention_weights_mask_inverted",
+        cell="attention",
+        code=_with(_ATTENTION, "masked_fill(~allowed, 0.0)", "masked_fill(allowed, 0.0)"),
+        message="you inverted the mask in one of its two uses",
+    ),
+    Mistake(
         name="attention_queries_from_position_zero",
         cell="attention",
         code=_with(_ATTENTION, "apply_rope(q, start=lk - lq)", "apply_rope(q)"),

@@ -315,4 +315,18 @@ def online_softmax(scores, chunk_size):
         code=_with(_KV_CACHE, "capacity = max(2 * seen, seen + new)", "capacity = seen + new"),
         message="the cache copies its stored positions at (almost) every step",
     ),
+    Mistake(
+        name="cache_preallocated",
+        cell="kv_cache",
+        code=_with(_KV_CACHE, "capacity = max(2 * seen, seen + new)",
+                   "capacity = max(4096, seen + new)"),
+        message="the cache allocated buffers for a length it was not told",
+    ),
+    Mistake(
+        name="cache_grows_by_fixed_steps",
+        cell="kv_cache",
+        code=_with(_KV_CACHE, "capacity = max(2 * seen, seen + new)",
+                   "capacity = seen + max(new, 32)"),
+        message="the buffers grow by a fixed number of positions",
+    ),
 ]
