@@ -11,6 +11,7 @@ from pathlib import Path
 from course.coursedir import gradebook_db, notebooks, paths
 from course.coursedir.nbgrader_run import nbgrader
 from course.coursedir.release import generate_release
+from utils.review import defined_names
 
 
 @dataclass(frozen=True)
@@ -54,13 +55,15 @@ def setup_imports(assignment, root=paths.ROOT):
 
 
 def load_solution(assignment, root=paths.ROOT):
-    """A fresh namespace in which a lab's setup imports and every solution code cell have run."""
+    """A fresh namespace in which a lab's setup imports and every solution code cell that
+    defines a function or class have run (an ungraded cell that only uses them is left out)."""
     namespace = {"__name__": f"{assignment}_solution"}
     exec(
         compile(setup_imports(assignment, root), f"<{assignment} setup imports>", "exec"), namespace
     )
     for grade_id, source in solution_cells(assignment, root, cell_types=("code",)).items():
-        exec(compile(source, f"<{assignment} solution cell {grade_id}>", "exec"), namespace)
+        if defined_names(source):
+            exec(compile(source, f"<{assignment} solution cell {grade_id}>", "exec"), namespace)
     return namespace
 
 
