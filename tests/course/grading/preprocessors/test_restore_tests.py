@@ -9,15 +9,10 @@ HIDDEN = "check(1)\n### BEGIN HIDDEN TESTS\ncheck(2)\n### END HIDDEN TESTS\n"
 
 
 class Gradebook:
-    """The part of nbgrader's gradebook the steps use: one grade, one source cell."""
+    """The part of nbgrader's gradebook RestoreTestCells uses: one source cell."""
 
-    def __init__(self, grade, source=""):
-        self.grade, self.source = grade, source
-        self.db = SimpleNamespace(commit=lambda: None)
-
-    def find_grade(self, *ids):
-        """The one grade."""
-        return self.grade
+    def __init__(self, source):
+        self.source = source
 
     def find_source_cell(self, *ids):
         """The one source cell, as the instructor wrote it."""
@@ -27,7 +22,7 @@ class Gradebook:
 def restore(submitted):
     """Run RestoreTestCells' report of a changed checksum; the log records it made."""
     step = RestoreTestCells()
-    step.gradebook, step.notebook_id, step.assignment_id = Gradebook(None, HIDDEN), "n", "a"
+    step.gradebook, step.notebook_id, step.assignment_id = Gradebook(HIDDEN), "n", "a"
     step.submitted_source = submitted
     records = []
     step.log.addHandler(handler := logging.Handler())

@@ -15,14 +15,6 @@ def reply(text):
     return {"comm_id": "c", "data": {"reply": text}}
 
 
-def nested(levels, make):
-    """A value nested `levels` deep, each level made by `make(inner)`."""
-    value = 1
-    for _ in range(levels):
-        value = make(value)
-    return value
-
-
 class RefusingClient:
     """A kernel client whose next message fails to parse with `error`."""
 

@@ -27,11 +27,6 @@ def tensor_record(**changes):
     return {**record, **changes}
 
 
-def reply(text):
-    """The content of the agent's comm message holding `text` (its JSON reply)."""
-    return {"comm_id": "c", "data": {"reply": text}}
-
-
 def nested(levels, make):
     """A value nested `levels` deep, each level made by `make(inner)`."""
     value = 1
@@ -150,7 +145,8 @@ def test_json_over_the_budget_is_refused_naming_what_was_over(text, over):
     with pytest.raises(wire.OverBudget, match=over):
         wire.loads(text)
     with pytest.raises(client.MalformedReply, match=over):
-        client.KernelLink(executor=None).decode_reply(reply(f'{{"value": {text}}}'))
+        content = {"comm_id": "c", "data": {"reply": f'{{"value": {text}}}'}}  # the agent's reply
+        client.KernelLink(executor=None).decode_reply(content)
 
 
 @pytest.mark.parametrize(
