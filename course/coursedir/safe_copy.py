@@ -209,21 +209,35 @@ def walk_subfolder(walk, folder_fd, name, status, path, depth):
         walk.refuse(path, f"over the limit of {walk.limits.files} folders")
         return
     walk.copied.folders += 1
-    fd, reason = open_entry(name, folder_fd, FOLDER_FLAGS)
+    fd, _ = open_checked(walk, folder_fd, name, status, path, FOLDER_FLAGS)
     if fd is None:
-        walk.refuse(path, reason)
         return
     try:
-        opened = os.fstat(fd)
-        reason = unsafe(opened, walk.owner) or (
-            None if same_entry(status, opened) else "changed while it was copied"
-        )
-        if reason:
-            walk.refuse(path, reason)
-            return
         yield from walk_folder(walk, fd, f"{path}/", depth + 1)
     finally:
         os.close(fd)
+
+
+def open_checked(walk, folder_fd, name, status, path, flags):
+    """(descriptor, fstat) of entry `name` opened without following a link, if it is still what
+    lstat saw (`status`) and safe to take; else (None, None), the entry refused with its reason."""
+    fd, reason = open_entry(name, folder_fd, flags)
+    if fd is None:
+        walk.refuse(path, reason)
+        return None, None
+    try:
+        opened = os.fstat(fd)
+    except OSError:
+        os.close(fd)
+        raise
+    reason = unsafe(opened, walk.owner) or (
+        None if same_entry(status, opened) else "changed while it was copied"
+    )
+    if reason:
+        os.close(fd)
+        walk.refuse(path, reason)
+        return None, None
+    return fd, opened
 
 
 def over_limit(walk, size):
@@ -240,18 +254,10 @@ def over_limit(walk, size):
 
 def take_file(walk, folder_fd, name, status, path):
     """Yield the file `name` open, if it is still what lstat saw and within the limits."""
-    fd, reason = open_entry(name, folder_fd, FILE_FLAGS)
+    fd, opened = open_checked(walk, folder_fd, name, status, path, FILE_FLAGS)
     if fd is None:
-        walk.refuse(path, reason)
         return
     try:
-        opened = os.fstat(fd)
-        reason = unsafe(opened, walk.owner) or (
-            None if same_entry(status, opened) else "changed while it was copied"
-        )
-        if reason:
-            walk.refuse(path, reason)
-            return
         if walk.take(path, opened.st_size):
             yield path, fd, opened.st_size
     finally:
