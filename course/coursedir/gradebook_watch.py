@@ -16,9 +16,13 @@ SQLITE_PREFIX = "sqlite:///"
 
 
 def gradebook_file(settings):
-    """The path of the course's SQLite gradebook that the formgrader uses, or None."""
-    coursedir = settings.get("nbgrader_coursedir")
-    url = getattr(coursedir, "db_url", "") or ""
+    """The path of the course's SQLite gradebook that the formgrader uses, or None.
+
+    The formgrader (nbgrader's `FormgradeExtension`, in the server's settings) reads its URL
+    from its course directory at each request, as its handlers do.
+    """
+    coursedir = getattr(settings.get("nbgrader_formgrader"), "coursedir", None)
+    url = getattr(coursedir, "db_url", None) or settings.get("nbgrader_db_url") or ""
     if not url.startswith(SQLITE_PREFIX):
         return None
     return url[len(SQLITE_PREFIX) :].split("?", 1)[0]
