@@ -111,4 +111,37 @@ class MultiHeadAttention(nn.Module):
         return self.w_o(merge_heads(torch.matmul(weights, v))), weights
 ''',
     ),
+    Variant(
+        name="attention_with_the_lowest_finite_score",
+        cell="multi_head_attention",
+        code='''
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention; a masked score is the lowest finite number, so no row makes a NaN."""
+
+    def __init__(self, d_model, n_heads, dropout=0.0):
+        super().__init__()
+        if n_heads < 1 or d_model % n_heads:
+            raise ValueError(f"n_heads={n_heads} does not divide d_model={d_model}")
+        self.n_heads = n_heads
+        self.w_q = nn.Linear(d_model, d_model)
+        self.w_k = nn.Linear(d_model, d_model)
+        self.w_v = nn.Linear(d_model, d_model)
+        self.w_o = nn.Linear(d_model, d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, query, keys, values, mask=None):
+        """query (N, Lq, d_model), keys, values (N, Lk, d_model) -> (N, Lq, d_model), weights."""
+        q = split_heads(self.w_q(query), self.n_heads)  # (N, heads, Lq, d_head)
+        k = split_heads(self.w_k(keys), self.n_heads)  # (N, heads, Lk, d_head)
+        v = split_heads(self.w_v(values), self.n_heads)  # (N, heads, Lk, d_head)
+        scores = torch.einsum("nhqd,nhkd->nhqk", q, k) / math.sqrt(q.shape[-1])
+        if mask is not None:  # an empty row is all equal, hence uniform, then zeroed
+            scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+        weights = scores.softmax(dim=-1)
+        if mask is not None:
+            weights = torch.where(mask, weights, 0.0)
+        weights = self.dropout(weights)
+        return self.w_o(merge_heads(torch.einsum("nhqk,nhkd->nhqd", weights, v))), weights
+''',
+    ),
 ]

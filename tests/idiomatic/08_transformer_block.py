@@ -29,7 +29,7 @@ def attention(q, k, v, mask=None, causal=False, rope=False):
 ''',
     ),
     Variant(
-        name="attention_repairs_nan_of_empty_rows",
+        name="attention_with_the_lowest_finite_score",
         cell="attention",
         code='''
 def attention(q, k, v, mask=None, causal=False, rope=False):
@@ -43,8 +43,9 @@ def attention(q, k, v, mask=None, causal=False, rope=False):
     allowed = torch.ones(lq, lk, dtype=torch.bool).tril(diagonal=lk - lq if causal else lk)
     if mask is not None:
         allowed = allowed & mask
-    weights = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)
-    weights = torch.where(torch.isnan(weights), torch.zeros_like(weights), weights)
+    lowest = torch.finfo(scores.dtype).min  # finite: a row with no key is uniform, never 0 / 0
+    weights = torch.softmax(torch.where(allowed, scores, lowest), dim=-1)
+    weights = torch.where(allowed, weights, 0.0)
     return torch.einsum("nhqk,nhkv->nhqv", weights, v), weights
 ''',
     ),

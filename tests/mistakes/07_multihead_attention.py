@@ -205,4 +205,17 @@ def merge_heads(x):
         code=_layer_with(_EMPTY_ROW_SCORES, "", _EMPTY_ROW_WEIGHTS, ""),
         message="gave NaN weights to a query whose keys are all masked",
     ),
+    Mistake(
+        name="layer_repairs_nan_with_masked_fill",
+        cell="multi_head_attention",
+        code=_layer_with(_EMPTY_ROW_SCORES, ""),
+        message="a NaN was created and then repaired (nan_to_num / masked_fill after the softmax)",
+    ),
+    Mistake(
+        name="layer_repairs_nan_with_nan_to_num",
+        cell="multi_head_attention",
+        code=_layer_with(_EMPTY_ROW_SCORES, "", _EMPTY_ROW_WEIGHTS,
+                         "        weights = weights.nan_to_num(0.0)\n"),
+        message="the course's rule is to never create it",
+    ),
 ]

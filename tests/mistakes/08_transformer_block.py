@@ -261,6 +261,24 @@ MISTAKES = [
         message="query 1, whose keys are all masked, has weights or a context that are not 0",
     ),
     Mistake(
+        name="attention_repairs_nan_with_where",
+        cell="attention",
+        code=_with(_ATTENTION, """    has_key = allowed.any(dim=-1, keepdim=True)
+    scores = scores.masked_fill(~has_key, 0.0)
+    weights = torch.softmax(scores, dim=-1).masked_fill(~allowed, 0.0)
+""", """    weights = torch.softmax(scores, dim=-1)
+    weights = torch.where(torch.isnan(weights), torch.zeros_like(weights), weights)
+"""),
+        message="a NaN was created and then repaired (nan_to_num / masked_fill after the softmax)",
+    ),
+    Mistake(
+        name="attention_repairs_nan_with_masked_fill",
+        cell="attention",
+        code=_with(_ATTENTION, """    scores = scores.masked_fill(~has_key, 0.0)
+""", ""),
+        message="the course's rule is to never create it",
+    ),
+    Mistake(
         name="attention_accepts_more_queries_than_keys",
         cell="attention",
         code=_with(_ATTENTION, """    if lq > lk:
