@@ -18,7 +18,8 @@
 * `term_estimate_minutes_200_students`: from those, the minutes `make autograde` takes on this
   machine for 200 students and every lab;
 * the figures of the lesson benchmarks (`course.bench.seq2seq`, `course.bench.mha`,
-  `course.bench.transformer`, `course.bench.scale`, `course.bench.gpt`), and
+  `course.bench.transformer`, `course.bench.scale`, `course.bench.gpt`,
+  `course.bench.encoder_decoder`), and
   `course.bench.widgets`: how long each lecture's control takes to redraw.
 """
 
@@ -40,6 +41,7 @@ LESSON_BENCHMARKS = [
     "course.bench.transformer",
     "course.bench.scale",
     "course.bench.gpt",
+    "course.bench.encoder_decoder",
     "course.bench.widgets",
 ]
 

@@ -5,6 +5,7 @@ from dataclasses import replace
 
 import pytest
 
+from course.bench import encoder_decoder as encoder_decoder_bench
 from course.bench import gpt as gpt_bench
 from course.bench import seq2seq as seq2seq_bench
 from course.bench import transformer as transformer_bench
@@ -61,3 +62,18 @@ def test_lesson_10_bench_loads_the_lab_solution_and_reports_every_figure():
     assert figures["gqa_kv_cache_bytes_mha"] == 2 * 512 * 256 * 4
     assert figures["tiny_gpt_valid_loss"] < math.log(59)
     assert figures["bigram_valid_loss"] == pytest.approx(2.43, abs=0.005)
+
+
+def test_lesson_11_bench_loads_the_lab_solution_and_reports_every_figure():
+    figures = encoder_decoder_bench.run(repeats=1, epochs=2, recipe=TINY)
+    assert set(figures) == {
+        "encoder_decoder_parity_max_abs_error",
+        "encoder_decoder_forward_seconds_lab",
+        "encoder_decoder_forward_seconds_torch",
+        "encoder_decoder_forward_ratio",
+        "encoder_decoder_train_seconds",
+        "encoder_decoder_valid_mse",
+        "encoder_decoder_lesson06_valid_mse",
+    }
+    assert all(value > 0 for value in figures.values())
+    assert figures["encoder_decoder_parity_max_abs_error"] < 1e-4
