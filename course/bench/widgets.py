@@ -48,6 +48,7 @@ def _controls():
         ("09_attention_at_scale",
          lambda b: interactive.online_softmax_view(b, row, row_values, 4), 2, 3),
         ("10_tiny_gpt", lambda t: interactive.sampling_view(logits, chars, t), 1.0, 1.1),
+        ("11_encoder_decoder", lambda i: interactive.square_view(i, *squares, weights), 3, 4),
     ]
 
 
