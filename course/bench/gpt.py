@@ -15,7 +15,7 @@
   by the trained model, with the KV cache and recomputing the whole sequence at every step
   (median of `repeats` runs; the two texts are checked equal), and their ratio;
 * `gqa_kv_cache_bytes_mha`, `gqa_kv_cache_bytes_gqa`, `gqa_kv_cache_ratio`: the bytes of the
-  cache of the lab's own `GroupedQueryAttention` (the solution cells of
+  cache (the lab's `KVCache`) of the lab's own `GroupedQueryAttention` (the solution cells of
   source/10_tiny_gpt/10_tiny_gpt_lab.ipynb, run in a fresh namespace after the import
   statements of the lab's setup cell) after 512 positions of one sequence, d_model=256, 8 query
   heads, with 8 key-value heads (multi-head attention) and with 2, and their ratio: 4 exactly.
@@ -89,7 +89,7 @@ def gqa_cache_bytes(namespace, n_kv_heads, seed=0):
     torch.manual_seed(seed)
     layer = namespace["GroupedQueryAttention"](GQA_D_MODEL, GQA_HEADS, n_kv_heads).eval()
     x = torch.randn(1, GQA_POSITIONS, GQA_D_MODEL)  # (N, L, d_model)
-    cache = {}
+    cache = namespace["KVCache"]()  # the lab's own cache of lab 09, pasted into lab 10
     with torch.no_grad():
         full, _ = layer(x)
         prompt, _ = layer(x[:, :GQA_POSITIONS // 2], cache)

@@ -90,13 +90,9 @@ class GroupedQueryAttention(nn.Module):
         query = self.heads(self.w_q(input), self.n_heads)
         keys = self.heads(self.w_k(input), self.n_kv_heads)
         values = self.heads(self.w_v(input), self.n_kv_heads)
-        start = 0
+        start = 0 if cache is None else cache.length()
         if cache is not None:
-            if "keys" in cache:
-                start = cache["keys"].shape[2]
-                keys = torch.cat((cache["keys"], keys), dim=2)
-                values = torch.cat((cache["values"], values), dim=2)
-            cache.update(keys=keys, values=values)
+            keys, values = cache.append(keys, values)
         group = self.n_heads // self.n_kv_heads
         keys = torch.repeat_interleave(keys, group, dim=1)
         values = torch.repeat_interleave(values, group, dim=1)
@@ -107,61 +103,38 @@ class GroupedQueryAttention(nn.Module):
         return self.w_o(merged), weights
 
 
-def cache_bytes(cache: dict) -> int:
-    """Bytes of the keys and values held in a cache dictionary."""
-    return sum(cache[name].nbytes for name in ("keys", "values"))
+def cache_bytes(cache: KVCache) -> int:
+    """Bytes of the keys and values held in a KVCache."""
+    return cache.keys.nbytes + cache.values.nbytes
 ''',
     ),
     Variant(
-        name="gpt_with_complex_rope_a_mask_helper_and_super",
+        name="gpt_on_the_grouped_attention_of_exercise_3_a_mask_helper_and_super",
         cell="gpt",
         code='''
 from typing import Optional
 
 
-def rope(x: torch.Tensor, start: int = 0) -> torch.Tensor:
-    """RoPE on x (..., L, d_head) as complex numbers: pair i turned by p * 10000^(-2i/d)."""
-    length, d_head = x.shape[-2:]
-    omega = 10000.0 ** (-torch.arange(0, d_head, 2, dtype=torch.float64) / d_head)
-    angles = torch.outer(torch.arange(start, start + length, dtype=torch.float64), omega)
-    turn = torch.polar(torch.ones_like(angles), angles)
-    pairs = torch.view_as_complex(x.double().unflatten(-1, (d_head // 2, 2)).contiguous())
-    return torch.view_as_real(pairs * turn).flatten(-2).to(x.dtype)
+def key_axes(key_mask: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
+    """key_mask (N, L_seen) -> (N, 1, 1, L_seen), for every head and query; None stays None."""
+    return None if key_mask is None else key_mask.unsqueeze(1).unsqueeze(2)
 
 
-def may_attend(n_new: int, n_seen: int, key_mask: Optional[torch.Tensor]) -> torch.Tensor:
-    """(L_new, L_seen), or (N, 1, L_new, L_seen) with a key mask: True where a query may look."""
-    allowed = torch.ones(n_new, n_seen, dtype=torch.bool).tril(diagonal=n_seen - n_new)
-    return allowed if key_mask is None else allowed & key_mask[:, None, None, :]
-
-
-class SelfAttention(nn.Module):
-    def __init__(self, d_model: int, n_heads: int, n_kv_heads: int) -> None:
-        super(SelfAttention, self).__init__()
-        assert n_heads % n_kv_heads == 0, "n_kv_heads must divide n_heads"
-        self.n_heads, self.n_kv_heads, self.d_head = n_heads, n_kv_heads, d_model // n_heads
-        self.w_q = nn.Linear(d_model, d_model)
-        self.w_k = nn.Linear(d_model, n_kv_heads * self.d_head)
-        self.w_v = nn.Linear(d_model, n_kv_heads * self.d_head)
-        self.w_o = nn.Linear(d_model, d_model)
+class SelfAttention(GroupedQueryAttention):
+    """Exercise 3's attention, with RoPE from the cached length and a key mask."""
 
     def forward(self, input, cache=None, key_mask=None):
-        start = cache["keys"].shape[-2] if cache else 0
-        q = rope(self.w_q(input).unflatten(-1, (self.n_heads, -1)).transpose(1, 2), start)
-        k = rope(self.w_k(input).unflatten(-1, (self.n_kv_heads, -1)).transpose(1, 2), start)
+        start = cache.length() if cache is not None else 0
+        q = apply_rope(self.w_q(input).unflatten(-1, (self.n_heads, -1)).transpose(1, 2), start)
+        k = apply_rope(self.w_k(input).unflatten(-1, (self.n_kv_heads, -1)).transpose(1, 2),
+                       start)
         v = self.w_v(input).unflatten(-1, (self.n_kv_heads, -1)).transpose(1, 2)
         if cache is not None:
-            if "keys" in cache:
-                k = torch.cat((cache["keys"], k), dim=-2)
-                v = torch.cat((cache["values"], v), dim=-2)
-            cache.update(keys=k, values=v)
+            k, v = cache.append(k, v)
         k = k.repeat_interleave(self.n_heads // self.n_kv_heads, dim=1)
         v = v.repeat_interleave(self.n_heads // self.n_kv_heads, dim=1)
-        scores = torch.einsum("nhqd,nhkd->nhqk", q, k) / self.d_head ** 0.5
-        allowed = may_attend(q.shape[-2], k.shape[-2], key_mask)
-        weights = scores.masked_fill(~allowed, float("-inf")).softmax(dim=-1)
-        weights = torch.where(allowed.any(dim=-1, keepdim=True), weights, 0.0)
-        return self.w_o(torch.einsum("nhqk,nhkd->nqhd", weights, v).flatten(2))
+        context, _ = attention(q, k, v, mask=key_axes(key_mask), causal=True)
+        return self.w_o(context.transpose(1, 2).flatten(2))
 
 
 class Layer(nn.Module):
@@ -191,10 +164,10 @@ class GPT(nn.Module):
         self.head = nn.Linear(d_model, vocab_size)
 
     def empty_caches(self, batch):
-        return [dict() for _ in range(len(self.blocks))]
+        return [KVCache() for _ in range(len(self.blocks))]
 
     def forward(self, input, caches=None, key_mask=None):
-        seen = input.shape[1] + (caches[0]["keys"].shape[-2] if caches and caches[0] else 0)
+        seen = input.shape[1] + (caches[0].length() if caches else 0)
         if seen > self.max_length:
             raise ValueError(f"max_length={self.max_length} is less than {seen} positions")
         hidden = self.embed(input)
@@ -286,25 +259,23 @@ class CausalSelfAttention(nn.Module):
 
     def forward(self, x, cache=None, key_mask=None):
         bsz, seqlen, _ = x.shape
-        start = cache["keys"].size(2) if cache else 0
+        start = cache.length() if cache is not None else 0
         q = self.w_q(x).view(bsz, seqlen, self.n_heads, self.head_dim).transpose(1, 2)
         k = self.w_k(x).view(bsz, seqlen, self.n_kv_heads, self.head_dim).transpose(1, 2)
         v = self.w_v(x).view(bsz, seqlen, self.n_kv_heads, self.head_dim).transpose(1, 2)
         cos, sin = self.cos[start:start + seqlen], self.sin[start:start + seqlen]
         q, k = rotate(q, cos, sin), rotate(k, cos, sin)
         if cache is not None:
-            if cache:
-                k = torch.cat([cache["keys"], k], dim=2)
-                v = torch.cat([cache["values"], v], dim=2)
-            cache["keys"], cache["values"] = k, v
+            k, v = cache.append(k, v)
         n_rep = self.n_heads // self.n_kv_heads
         k, v = k.repeat_interleave(n_rep, dim=1), v.repeat_interleave(n_rep, dim=1)
         scores = (q @ k.transpose(-2, -1)) / math.sqrt(self.head_dim)
         allowed = torch.ones(seqlen, k.size(2), dtype=torch.bool).tril(diagonal=start)
         if key_mask is not None:
             allowed = allowed & key_mask[:, None, None, :]
-        probs = F.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)
-        probs = torch.nan_to_num(probs, nan=0.0)
+        empty = ~allowed.any(dim=-1, keepdim=True)
+        scores = scores.masked_fill(~allowed, float("-inf")).masked_fill(empty, 0.0)
+        probs = F.softmax(scores, dim=-1).masked_fill(~allowed, 0.0)
         out = (probs @ v).transpose(1, 2).contiguous().view(bsz, seqlen, -1)
         return self.w_o(out)
 
@@ -338,10 +309,10 @@ class GPT(nn.Module):
         self.head = nn.Linear(d_model, vocab_size)
 
     def empty_caches(self, batch):
-        return [{} for _ in self.blocks]
+        return [KVCache() for _ in self.blocks]
 
     def forward(self, tokens, caches=None, key_mask=None):
-        seen = tokens.size(1) + (caches[0]["keys"].size(2) if caches and caches[0] else 0)
+        seen = tokens.size(1) + (caches[0].length() if caches else 0)
         if seen > self.max_length:
             raise ValueError(f"{seen} positions exceed max_length={self.max_length}")
         x = self.embed(tokens)

@@ -100,22 +100,22 @@ class KVCache:
         self.value_buffer = None
 
     def length(self):
-        return 0 if self.keys is None else self.keys.shape[1]
+        return 0 if self.keys is None else self.keys.shape[-2]
 
     def append(self, keys, values):
-        seen, new = self.length(), keys.shape[1]
-        if self.key_buffer is None or seen + new > self.key_buffer.shape[1]:
+        seen, new = self.length(), keys.shape[-2]
+        if self.key_buffer is None or seen + new > self.key_buffer.shape[-2]:
             capacity = max(2 * seen, seen + new)
-            key_buffer = keys.new_empty(keys.shape[0], capacity, keys.shape[2])
-            value_buffer = values.new_empty(values.shape[0], capacity, values.shape[2])
+            key_buffer = keys.new_empty(*keys.shape[:-2], capacity, keys.shape[-1])
+            value_buffer = values.new_empty(*values.shape[:-2], capacity, values.shape[-1])
             if seen:
-                key_buffer[:, :seen] = self.keys
-                value_buffer[:, :seen] = self.values
+                key_buffer[..., :seen, :] = self.keys
+                value_buffer[..., :seen, :] = self.values
             self.key_buffer, self.value_buffer = key_buffer, value_buffer
-        self.key_buffer[:, seen:seen + new] = keys
-        self.value_buffer[:, seen:seen + new] = values
-        self.keys = self.key_buffer[:, :seen + new]
-        self.values = self.value_buffer[:, :seen + new]
+        self.key_buffer[..., seen:seen + new, :] = keys
+        self.value_buffer[..., seen:seen + new, :] = values
+        self.keys = self.key_buffer[..., :seen + new, :]
+        self.values = self.value_buffer[..., :seen + new, :]
         return self.keys, self.values
 
 
@@ -288,24 +288,24 @@ def online_softmax(scores, chunk_size):
     Mistake(
         name="cache_copies_every_step",
         cell="kv_cache",
-        code=_with(_KV_CACHE, '''        seen, new = self.length(), keys.shape[1]
-        if self.key_buffer is None or seen + new > self.key_buffer.shape[1]:
+        code=_with(_KV_CACHE, '''        seen, new = self.length(), keys.shape[-2]
+        if self.key_buffer is None or seen + new > self.key_buffer.shape[-2]:
             capacity = max(2 * seen, seen + new)
-            key_buffer = keys.new_empty(keys.shape[0], capacity, keys.shape[2])
-            value_buffer = values.new_empty(values.shape[0], capacity, values.shape[2])
+            key_buffer = keys.new_empty(*keys.shape[:-2], capacity, keys.shape[-1])
+            value_buffer = values.new_empty(*values.shape[:-2], capacity, values.shape[-1])
             if seen:
-                key_buffer[:, :seen] = self.keys
-                value_buffer[:, :seen] = self.values
+                key_buffer[..., :seen, :] = self.keys
+                value_buffer[..., :seen, :] = self.values
             self.key_buffer, self.value_buffer = key_buffer, value_buffer
-        self.key_buffer[:, seen:seen + new] = keys
-        self.value_buffer[:, seen:seen + new] = values
-        self.keys = self.key_buffer[:, :seen + new]
-        self.values = self.value_buffer[:, :seen + new]
+        self.key_buffer[..., seen:seen + new, :] = keys
+        self.value_buffer[..., seen:seen + new, :] = values
+        self.keys = self.key_buffer[..., :seen + new, :]
+        self.values = self.value_buffer[..., :seen + new, :]
 ''', '''        if self.keys is None:
             self.keys, self.values = keys, values
         else:
-            self.keys = torch.cat([self.keys, keys], dim=1)
-            self.values = torch.cat([self.values, values], dim=1)
+            self.keys = torch.cat([self.keys, keys], dim=-2)
+            self.values = torch.cat([self.values, values], dim=-2)
 '''),
         message="the cache copies its stored positions at (almost) every step",
     ),

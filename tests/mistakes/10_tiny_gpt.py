@@ -49,6 +49,84 @@ def generate(model, prompts, prompt_mask, n_new, temperature=1.0, top_k=None, se
     return torch.cat(drawn, dim=1)
 '''
 
+_PARTS = '''
+import math
+
+import torch
+
+
+# Your parts of labs 08 and 09: paste your apply_rope, attention and KVCache here.
+def apply_rope(x, start=0, base=10000.0):
+    """Rotate pairs (2i, 2i + 1) of x (N, n_heads, L, d_head) by p * omega_i, p = start + row."""
+    length, size = x.shape[-2], x.shape[-1]
+    if size % 2 != 0:
+        raise ValueError(f"apply_rope needs an even feature size, got d_head={size}")
+    if isinstance(start, bool) or not isinstance(start, int) or start < 0:
+        raise ValueError(f"start must be an integer position >= 0, got start={start!r}")
+    even_columns = torch.arange(0, size, 2, dtype=x.dtype)  # (d_head / 2,): 2i
+    omega = base ** (-even_columns / size)  # (d_head / 2,)
+    positions = torch.arange(start, start + length, dtype=x.dtype)  # (L,): start, start + 1, ...
+    angles = positions[:, None] * omega  # (L, d_head / 2)
+    cos, sin = torch.cos(angles), torch.sin(angles)  # (L, d_head / 2) each
+    first, second = x[..., 0::2], x[..., 1::2]  # (N, n_heads, L, d_head / 2) each
+    rotated = torch.stack([first * cos - second * sin, first * sin + second * cos], dim=-1)
+    return rotated.flatten(-2)  # (N, n_heads, L, d_head): the pairs back side by side
+
+
+def attention(q, k, v, mask=None, causal=False, rope=False):
+    """The last Lq of Lk positions attend: q (N, n_heads, Lq, d_head), k (N, n_heads, Lk, d_head),
+    v (N, n_heads, Lk, d_v) -> (context (N, n_heads, Lq, d_v), weights (N, n_heads, Lq, Lk))."""
+    n_queries, n_keys = q.shape[-2], k.shape[-2]
+    if n_queries > n_keys:
+        raise ValueError(f"the queries are the last Lq of the Lk positions: need Lq <= Lk, got "
+                         f"Lq={n_queries}, Lk={n_keys}")
+    first = n_keys - n_queries  # the position of the first query
+    if rope:  # positions enter the scores only: the values stay as they are
+        q, k = apply_rope(q, start=first), apply_rope(k)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (N, n_heads, Lq, Lk)
+    allowed = torch.ones(n_queries, n_keys, dtype=torch.bool)  # (Lq, Lk)
+    if causal:  # the query at position first + i sees the keys at positions 0 .. first + i
+        allowed = allowed.tril(diagonal=first)
+    if mask is not None:
+        allowed = allowed & mask  # broadcasts to (N, n_heads, Lq, Lk)
+    scores = scores.masked_fill(~allowed, float("-inf"))  # (N, n_heads, Lq, Lk)
+    has_key = allowed.any(dim=-1, keepdim=True)  # (..., Lq, 1): False for a query with no key
+    scores = scores.masked_fill(~has_key, 0.0)  # finite on empty rows: the softmax makes no NaN
+    weights = torch.softmax(scores, dim=-1).masked_fill(~allowed, 0.0)  # empty rows: all 0
+    return weights @ v, weights  # (N, n_heads, Lq, d_v), (N, n_heads, Lq, Lk)
+
+
+class KVCache:
+    """Keys and values (..., L_seen, d) of the positions seen so far: positions along dim -2."""
+
+    def __init__(self):
+        self.keys = None  # (..., L_seen, d): a view of the filled part of key_buffer
+        self.values = None
+        self.key_buffer = None  # (..., capacity, d), capacity >= L_seen
+        self.value_buffer = None
+
+    def length(self):
+        """The number of positions held."""
+        return 0 if self.keys is None else self.keys.shape[-2]
+
+    def append(self, keys, values):
+        """Write keys, values (..., L_new, d) after the stored ones; return all of them."""
+        seen, new = self.length(), keys.shape[-2]
+        if self.key_buffer is None or seen + new > self.key_buffer.shape[-2]:
+            capacity = max(2 * seen, seen + new)  # doubling: each position is copied O(1) times
+            key_buffer = keys.new_empty(*keys.shape[:-2], capacity, keys.shape[-1])
+            value_buffer = values.new_empty(*values.shape[:-2], capacity, values.shape[-1])
+            if seen:
+                key_buffer[..., :seen, :] = self.keys  # the one copy of the stored positions
+                value_buffer[..., :seen, :] = self.values
+            self.key_buffer, self.value_buffer = key_buffer, value_buffer
+        self.key_buffer[..., seen:seen + new, :] = keys  # in place: (..., L_new, d)
+        self.value_buffer[..., seen:seen + new, :] = values
+        self.keys = self.key_buffer[..., :seen + new, :]  # (..., L_seen, d), a view
+        self.values = self.value_buffer[..., :seen + new, :]
+        return self.keys, self.values
+'''
+
 _GQA = '''
 import math
 
@@ -57,6 +135,8 @@ from torch import nn
 
 
 class GroupedQueryAttention(nn.Module):
+    """Causal self-attention with n_heads query heads sharing n_kv_heads key-value heads."""
+
     def __init__(self, d_model, n_heads, n_kv_heads):
         super().__init__()
         if d_model % n_heads:
@@ -71,30 +151,24 @@ class GroupedQueryAttention(nn.Module):
         self.w_o = nn.Linear(d_model, d_model)
 
     def forward(self, x, cache=None):
+        """x (N, L_new, d_model) -> (N, L_new, d_model), weights (N, n_heads, L_new, L_seen)."""
         batch, length, _ = x.shape
         query = self.w_q(x).view(batch, length, self.n_heads, self.d_head).transpose(1, 2)
         keys, values = (w(x).view(batch, length, self.n_kv_heads, self.d_head).transpose(1, 2)
-                        for w in (self.w_k, self.w_v))
-        first = 0
-        if cache is not None:
-            if cache:
-                first = cache["keys"].shape[2]
-                keys = torch.cat([cache["keys"], keys], dim=2)
-                values = torch.cat([cache["values"], values], dim=2)
-            cache["keys"], cache["values"] = keys, values
+                        for w in (self.w_k, self.w_v))  # (N, n_kv_heads, L_new, d_head) each
+        if cache is not None:  # your KVCache: in place, (N, n_kv_heads, L_seen, d_head) each
+            keys, values = cache.append(keys, values)
         group = self.n_heads // self.n_kv_heads
-        keys = keys.repeat_interleave(group, dim=1)
+        keys = keys.repeat_interleave(group, dim=1)  # (N, n_heads, L_seen, d_head)
         values = values.repeat_interleave(group, dim=1)
-        scores = query @ keys.transpose(-2, -1) / math.sqrt(self.d_head)
-        positions = first + torch.arange(length)[:, None]
-        scores = scores.masked_fill(torch.arange(keys.shape[2]) > positions, float("-inf"))
-        weights = torch.softmax(scores, dim=-1)
-        merged = (weights @ values).transpose(1, 2).reshape(batch, length, -1)
-        return self.w_o(merged), weights
+        context, weights = attention(query, keys, values, causal=True)  # the newest L_new
+        merged = context.transpose(1, 2).reshape(batch, length, -1)  # (N, L_new, d_model)
+        return self.w_o(merged), weights  # weights (N, n_heads, L_new, L_seen)
 
 
 def cache_bytes(cache):
-    return sum(cache[name].numel() * cache[name].element_size() for name in ("keys", "values"))
+    """Bytes of the keys and values held in a KVCache."""
+    return sum(part.numel() * part.element_size() for part in (cache.keys, cache.values))
 '''
 
 _GPT = '''
@@ -104,20 +178,8 @@ import torch
 from torch import nn
 
 
-def apply_rope(x, start=0, base=10000.0):
-    """Rotate pairs (2i, 2i + 1) of x (N, heads, L, d_head) by p * omega_i, p = start + row."""
-    length, size = x.shape[-2], x.shape[-1]
-    omega = base ** (-torch.arange(0, size, 2, dtype=x.dtype) / size)  # (d_head / 2,)
-    positions = torch.arange(start, start + length, dtype=x.dtype)  # (L,)
-    angles = positions[:, None] * omega  # (L, d_head / 2)
-    cos, sin = torch.cos(angles), torch.sin(angles)
-    first, second = x[..., 0::2], x[..., 1::2]  # (N, heads, L, d_head / 2) each
-    rotated = torch.stack([first * cos - second * sin, first * sin + second * cos], dim=-1)
-    return rotated.flatten(-2)  # (N, heads, L, d_head)
-
-
 class RotaryAttention(nn.Module):
-    """Causal grouped-query self-attention with RoPE, a key mask and a cache dictionary."""
+    """Causal grouped-query self-attention with RoPE and a key mask, over a KVCache."""
 
     def __init__(self, d_model, n_heads, n_kv_heads):
         super().__init__()
@@ -135,27 +197,19 @@ class RotaryAttention(nn.Module):
     def forward(self, x, cache=None, key_mask=None):
         """x (N, L_new, d_model) after the cached positions -> (N, L_new, d_model)."""
         batch, length, _ = x.shape
-        first = cache["keys"].shape[2] if cache else 0  # the position of x[:, 0]
+        first = 0 if cache is None else cache.length()  # the position of x[:, 0]
         query = self.w_q(x).view(batch, length, self.n_heads, self.d_head).transpose(1, 2)
         keys, values = (w(x).view(batch, length, self.n_kv_heads, self.d_head).transpose(1, 2)
                         for w in (self.w_k, self.w_v))  # (N, n_kv_heads, L_new, d_head) each
-        query, keys = apply_rope(query, first), apply_rope(keys, first)
-        if cache is not None:
-            if cache:
-                keys = torch.cat([cache["keys"], keys], dim=2)  # (N, n_kv, L_seen, d_head)
-                values = torch.cat([cache["values"], values], dim=2)
-            cache["keys"], cache["values"] = keys, values
+        query, keys = apply_rope(query, first), apply_rope(keys, first)  # positions first, ...
+        if cache is not None:  # your KVCache keeps the rotated keys, in place
+            keys, values = cache.append(keys, values)  # (N, n_kv_heads, L_seen, d_head) each
         group = self.n_heads // self.n_kv_heads
         keys = keys.repeat_interleave(group, dim=1)  # (N, n_heads, L_seen, d_head)
         values = values.repeat_interleave(group, dim=1)
-        scores = query @ keys.transpose(-2, -1) / math.sqrt(self.d_head)  # (N, h, L_new, L_seen)
-        positions = first + torch.arange(length)[:, None]  # (L_new, 1)
-        allowed = torch.arange(keys.shape[2]) <= positions  # (L_new, L_seen)
-        if key_mask is not None:
-            allowed = allowed & key_mask[:, None, None, :]  # (N, 1, L_new, L_seen)
-        weights = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)
-        weights = weights.nan_to_num(0.0)  # a query with no key: all-zero weights
-        merged = (weights @ values).transpose(1, 2).reshape(batch, length, -1)  # (N, L_new, D)
+        mask = None if key_mask is None else key_mask[:, None, None, :]  # (N, 1, 1, L_seen)
+        context, _ = attention(query, keys, values, mask=mask, causal=True)  # no NaN made
+        merged = context.transpose(1, 2).reshape(batch, length, -1)  # (N, L_new, d_model)
         return self.w_o(merged)
 
 
@@ -190,12 +244,12 @@ class GPT(nn.Module):
         self.head = nn.Linear(d_model, vocab_size)
 
     def empty_caches(self, batch):
-        """One empty cache dictionary per block."""
-        return [{} for _ in self.blocks]
+        """One empty KVCache per block."""
+        return [KVCache() for _ in self.blocks]
 
     def forward(self, tokens, caches=None, key_mask=None):
         """Logits (N, L_new, vocab_size) of tokens (N, L_new) after the cached positions."""
-        cached = caches[0]["keys"].shape[2] if caches and caches[0] else 0
+        cached = caches[0].length() if caches else 0
         if cached + tokens.shape[1] > self.max_length:
             raise ValueError(f"{cached + tokens.shape[1]} positions exceed "
                              f"max_length={self.max_length}")
@@ -297,6 +351,33 @@ MISTAKES = [
         message="kept only top_k - 1 tokens",
     ),
     Mistake(
+        name="parts_rope_ignores_start",
+        cell="parts",
+        code=_with(_PARTS, "positions = torch.arange(start, start + length, dtype=x.dtype)",
+                   "positions = torch.arange(length, dtype=x.dtype)"),
+        message="apply_rope ignored start: row j stands at position start + j",
+    ),
+    Mistake(
+        name="parts_attention_makes_nan_for_a_query_with_no_key",
+        cell="parts",
+        code=_with(_PARTS, "scores = scores.masked_fill(~has_key, 0.0)", "scores = scores",
+                   ".masked_fill(~allowed, 0.0)  # empty rows", "  # empty rows"),
+        message="the weights of attention when a query has no key left contains NaN",
+    ),
+    Mistake(
+        name="parts_cache_concatenates_at_every_step",
+        cell="parts",
+        code=_with(_PARTS, """        seen, new = self.length(), keys.shape[-2]
+        if self.key_buffer is None or seen + new > self.key_buffer.shape[-2]:""",
+                   """        seen, new = self.length(), keys.shape[-2]
+        if seen:
+            self.keys = torch.cat([self.keys, keys], dim=-2)
+            self.values = torch.cat([self.values, values], dim=-2)
+            return self.keys, self.values
+        if self.key_buffer is None or seen + new > self.key_buffer.shape[-2]:"""),
+        message="the cache copies its stored positions at (almost) every step",
+    ),
+    Mistake(
         name="gqa_heads_cycled",
         cell="gqa",
         code=_with(_GQA, "keys = keys.repeat_interleave(group, dim=1)",
@@ -306,49 +387,27 @@ MISTAKES = [
         message="paired query head h with key-value head h % n_kv_heads",
     ),
     Mistake(
-        name="gqa_scaled_by_d_model",
-        cell="gqa",
-        code=_with(_GQA, "/ math.sqrt(self.d_head)", "/ math.sqrt(x.shape[-1])"),
-        message="scaled the scores by 1/sqrt(d_model) instead of 1/sqrt(d_head)",
-    ),
-    Mistake(
         name="gqa_caches_repeated_heads",
         cell="gqa",
-        code=_with(_GQA, '''        first = 0
-        if cache is not None:
-            if cache:
-                first = cache["keys"].shape[2]
-                keys = torch.cat([cache["keys"], keys], dim=2)
-                values = torch.cat([cache["values"], values], dim=2)
-            cache["keys"], cache["values"] = keys, values
-        group = self.n_heads // self.n_kv_heads
-        keys = keys.repeat_interleave(group, dim=1)
-        values = values.repeat_interleave(group, dim=1)
-''', '''        first = 0
-        group = self.n_heads // self.n_kv_heads
-        keys = keys.repeat_interleave(group, dim=1)
-        values = values.repeat_interleave(group, dim=1)
-        if cache is not None:
-            if cache:
-                first = cache["keys"].shape[2]
-                keys = torch.cat([cache["keys"], keys], dim=2)
-                values = torch.cat([cache["values"], values], dim=2)
-            cache["keys"], cache["values"] = keys, values
-'''),
+        code=_with(_GQA, "            keys, values = cache.append(keys, values)\n",
+                   "            pass\n",
+                   "        values = values.repeat_interleave(group, dim=1)\n",
+                   "        values = values.repeat_interleave(group, dim=1)\n"
+                   "        if cache is not None:\n"
+                   "            keys, values = cache.append(keys, values)\n"),
         message="store (N, n_kv_heads, L_seen, d_head): one head per group, never repeated",
     ),
     Mistake(
-        name="gqa_positions_restart",
+        name="gqa_attends_the_new_tokens_only",
         cell="gqa",
-        code=_with(_GQA, "positions = first + torch.arange(length)[:, None]",
-                   "positions = torch.arange(length)[:, None]"),
-        message="the new tokens sit at positions P, P + 1, ... after the P cached ones",
+        code=_with(_GQA, "            keys, values = cache.append(keys, values)",
+                   "            cache.append(keys, values)"),
+        message="attend with the new queries to every key that cache.append returns",
     ),
     Mistake(
         name="gpt_without_causal_mask",
         cell="gpt",
-        code=_with(_GPT, "allowed = torch.arange(keys.shape[2]) <= positions",
-                   "allowed = torch.ones(length, keys.shape[2], dtype=torch.bool)"),
+        code=_with(_GPT, "mask=mask, causal=True)", "mask=mask, causal=False)"),
         message="attended to later positions",
     ),
     Mistake(
@@ -385,6 +444,31 @@ MISTAKES = [
                    "        self.head = nn.Linear(d_model, vocab_size)\n"
                    "        self.head.weight = self.embed.weight\n"),
         message="the head has no weights of its own",
+    ),
+    Mistake(
+        name="gpt_caches_in_dictionaries",
+        cell="gpt",
+        code=_with(_GPT, "first = 0 if cache is None else cache.length()",
+                   'first = cache["keys"].shape[2] if cache else 0',
+                   "            keys, values = cache.append(keys, values)",
+                   """            if cache:
+                keys = torch.cat([cache["keys"], keys], dim=2)
+                values = torch.cat([cache["values"], values], dim=2)
+            cache["keys"], cache["values"] = keys, values""",
+                   "return [KVCache() for _ in self.blocks]", "return [{} for _ in self.blocks]",
+                   "cached = caches[0].length() if caches else 0",
+                   'cached = caches[0]["keys"].shape[2] if caches and caches[0] else 0'),
+        message="one KVCache (yours, pasted above) per block",
+    ),
+    Mistake(
+        name="gpt_concatenates_onto_the_kv_cache",
+        cell="gpt",
+        code=_with(_GPT, "            keys, values = cache.append(keys, values)",
+                   """            if cache.length():
+                keys = torch.cat([cache.keys, keys], dim=2)
+                values = torch.cat([cache.values, values], dim=2)
+            cache.keys, cache.values = keys, values"""),
+        message="the model copies its stored keys and values at (almost) every step",
     ),
     Mistake(
         name="train_predicts_two_ahead",
