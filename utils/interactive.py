@@ -120,13 +120,27 @@ def _divisor_draws(dimensions, n_keys, n_queries, seed) -> list[tuple[torch.Tens
     return draws
 
 
-def padding_and_causal_mask(length, valid_keys, causal) -> torch.Tensor:
-    """Boolean mask (length, length), True = may attend: keys below valid_keys, causal if asked."""
+def padding_and_causal_mask(length, valid_keys, causal, padding_first=False) -> torch.Tensor:
+    """Boolean mask (length, length), True = may attend: the valid_keys real keys (the first
+    ones, or the last ones when the padding comes first), causal if asked."""
     length = validation.positive_int(length, "length")
     valid_keys = validation.index(valid_keys, "valid_keys", length + 1)
     causal = validation.boolean(causal, "causal")
-    mask = (torch.arange(length) < valid_keys).expand(length, length)  # (Lq, Lk)
+    padding_first = validation.boolean(padding_first, "padding_first")
+    positions = torch.arange(length)
+    real = positions >= length - valid_keys if padding_first else positions < valid_keys
+    mask = real.expand(length, length)  # (Lq, Lk)
     return mask & transformer.causal_mask(length) if causal else mask
+
+
+def empty_rows(mask) -> list[int]:
+    """The queries (rows) of a boolean mask (Lq, Lk) that may attend to no key."""
+    mask = torch.as_tensor(mask)
+    if mask.dtype != torch.bool or mask.dim() != 2:
+        raise ValueError(
+            f"mask must be a bool tensor (Lq, Lk), got {mask.dtype} {tuple(mask.shape)}"
+        )
+    return (~mask).all(dim=-1).nonzero().flatten().tolist()
 
 
 def masked_weights(scores, mask) -> torch.Tensor:
@@ -276,9 +290,10 @@ def _temperature_update(fig, weights, title) -> None:
 
 
 def temperature_view(scores, temperature) -> tuple[plt.Figure, str]:
-    """Bars of softmax(scores / T) and the readout of its entropy."""
+    """Bars of softmax(scores / T) and the readout of every weight and of their entropy."""
     weights, entropy = temperature_weights(scores, temperature)
-    readout = f"T = {temperature:.2f}: largest weight {float(weights.max()):.2f}, " + (
+    shown = ", ".join(f"{float(weight):.2f}" for weight in weights)
+    readout = f"T = {temperature:.2f}: weights {shown}; " + (
         f"entropy {entropy:.2f} nats (uniform: {math.log(len(weights)):.2f})"
     )
     fig = _drawn((len(weights),), _temperature_figure, _temperature_update, weights=weights,
@@ -390,15 +405,18 @@ def _draw_heatmap(weights, title, labels=None, row=None) -> Figure:
                   labels=labels, row=row)
 
 
-def mask_view(scores, valid_keys, causal) -> tuple[plt.Figure, str]:
-    """Weights of scores (L, L) under a padding mask of valid_keys keys, causal or not."""
+def mask_view(scores, valid_keys, causal, padding_first=False) -> tuple[plt.Figure, str]:
+    """Weights of scores (L, L) under a padding mask of valid_keys keys (the padding after them,
+    or first), causal or not; the readout names the fully masked rows."""
     scores = validation.matrix(scores, "scores")
-    mask = padding_and_causal_mask(len(scores), valid_keys, causal)
+    mask = padding_and_causal_mask(len(scores), valid_keys, causal, padding_first)
     weights = masked_weights(scores, mask)
-    kind = "causal + padding" if causal else "padding"
-    fig = _draw_heatmap(weights, f"{kind} mask, {valid_keys} valid keys")
-    empty = int((~mask).all(dim=-1).sum())
-    readout = f"{kind}, {valid_keys} valid keys: {empty} fully masked rows (all-zero weights)"
+    side = "padding first" if padding_first else "padding last"
+    kind = f"causal + {side}" if causal else side
+    fig = _draw_heatmap(weights, f"{kind}, {valid_keys} real keys")
+    empty = empty_rows(mask)
+    rows = ", ".join(str(row) for row in empty) if empty else "none"
+    readout = f"{kind}, {valid_keys} real keys: fully masked rows (all-zero weights): {rows}"
     return fig, readout
 
 
@@ -581,7 +599,7 @@ def sampling_view(logits, chars, temperature, top_k=None, shown=20) -> tuple[plt
                  labels=[repr(chars[i])[1:-1] or " " for i in order.tolist()],
                  title=f"What sampling draws from at T = {temperature:.1f} ({limit} characters)")
     top = int(order[0])
-    readout = (f"T = {temperature:.1f}: {repr(chars[top])} has probability "
+    readout = (f"T = {temperature:.1f}, {limit} characters: {repr(chars[top])} has probability "
                f"{float(probabilities[top]):.2f}; 90% of the draws come from "
                f"{characters_covering(probabilities, 0.9)} of {len(chars)} characters")
     return fig, readout

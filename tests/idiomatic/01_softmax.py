@@ -66,6 +66,39 @@ def log_softmax(input, dim=-1):
 ''',
     ),
     Variant(
+        name="log_sum_exp_one_dimension_at_a_time",
+        cell="log_sum_exp",
+        code='''
+def log_sum_exp(scores, dims):
+    """Log-sum-exp over `dims`, reduced one dimension after the other (the LSE of LSEs)."""
+    if isinstance(dims, int):
+        dims = (dims,)
+    result = scores
+    for dim in sorted(d % scores.dim() for d in dims):
+        top = result.max(dim=dim, keepdim=True).values
+        top = top.masked_fill(top == -math.inf, 0.0)
+        result = top + torch.log(torch.sum(torch.exp(result - top), dim=dim, keepdim=True))
+    return result
+''',
+    ),
+    Variant(
+        name="log_sum_exp_by_flattening_the_grid",
+        cell="log_sum_exp",
+        code='''
+def log_sum_exp(scores: torch.Tensor, dims) -> torch.Tensor:
+    """Log-sum-exp over `dims`: move them to the end, flatten them into one, reduce it."""
+    dims = [dims] if isinstance(dims, int) else list(dims)
+    dims = [d % scores.ndim for d in dims]
+    kept = [d for d in range(scores.ndim) if d not in dims]
+    flat = scores.permute(*kept, *dims).flatten(start_dim=len(kept))     # (..., cells)
+    top = flat.amax(dim=-1, keepdim=True)
+    top = torch.where(torch.isneginf(top), torch.zeros_like(top), top)
+    total = top + (flat - top).exp().sum(dim=-1, keepdim=True).log()     # (..., 1)
+    shape = [1 if d in dims else size for d, size in enumerate(scores.shape)]
+    return total.reshape(shape)
+''',
+    ),
+    Variant(
         name="temperature_by_bisection_on_the_inverse_temperature",
         cell="temperature_for_entropy",
         code='''

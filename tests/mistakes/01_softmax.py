@@ -17,6 +17,13 @@ def log_softmax(scores, dim=-1):
     return scores - largest - (scores - largest).exp().sum(dim=dim, keepdim=True).log()
 '''
 
+_LOG_SUM_EXP = '''
+def log_sum_exp(scores, dims):
+    largest = scores.amax(dim=dims, keepdim=True)
+    shift = torch.where(largest.isfinite(), largest, torch.zeros_like(largest))
+    return shift + (scores - shift).exp().sum(dim=dims, keepdim=True).log()
+'''
+
 _TEMPERATURE = '''
 def temperature_for_entropy(scores, target, steps=100):
     if scores.shape[-1] < 2 or not 0 < target < math.log(scores.shape[-1]):
@@ -88,6 +95,27 @@ def log_softmax(scores, dim=-1):
     Mistake("log_sum_exp_global_maximum", "log_softmax",
             _with(_LOG_SOFTMAX, "scores.amax(dim=dim, keepdim=True)", "scores.max()"),
             "not of the whole tensor"),
+    Mistake("grid_lse_without_shift", "log_sum_exp",
+            '''
+def log_sum_exp(scores, dims):
+    return scores.exp().sum(dim=dims, keepdim=True).log()
+''',
+            "exp(1000) overflows to inf: subtract the largest score of each grid first"),
+    Mistake("grid_lse_maximum_along_the_last_dimension", "log_sum_exp",
+            _with(_LOG_SUM_EXP, "scores.amax(dim=dims,", "scores.amax(dim=-1,"),
+            "reduce every dimension of `dims` at once"),
+    Mistake("grid_lse_keepdim_dropped", "log_sum_exp",
+            '''
+def log_sum_exp(scores, dims):
+    largest = scores.amax(dim=dims)
+    shift = torch.where(largest.isfinite(), largest, torch.zeros_like(largest))
+    return shift + (scores - shift.reshape(*shift.shape, 1, 1)).exp().sum(dim=dims).log()
+''',
+            "each of them kept with size 1 (keepdim=True)"),
+    Mistake("grid_lse_masked_grid_nan", "log_sum_exp",
+            _with(_LOG_SUM_EXP,
+                  "torch.where(largest.isfinite(), largest, torch.zeros_like(largest))", "largest"),
+            "-inf - (-inf) is nan; shift such a grid by 0 (torch.where)"),
     Mistake("temperature_bounds_swapped", "temperature_for_entropy",
             _with(_TEMPERATURE,
                   '''\

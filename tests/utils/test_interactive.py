@@ -167,6 +167,8 @@ def test_characters_covering_counts_the_likeliest_entries():
         (lambda: interactive.attend_one([1.0, 0.0], randn(3, 2), randn(2, 2)), "values must"),
         (lambda: interactive.padding_and_causal_mask(4, 5, False), "valid_keys"),
         (lambda: interactive.padding_and_causal_mask(4, 2, "yes"), "causal"),
+        (lambda: interactive.padding_and_causal_mask(4, 2, True, "yes"), "padding_first"),
+        (lambda: interactive.empty_rows(torch.ones(2, 2)), "mask must be a bool tensor"),
         (lambda: interactive.masked_weights(randn(2, 3), torch.ones(3, 2).bool()), "mask"),
         (lambda: interactive.pick([1, 2], 2), "index must be an integer from 0 to 1"),
         (lambda: interactive.rope_head_scores(randn(3), randn(3), [0]), "even length"),
@@ -223,7 +225,7 @@ def test_temperature_view_draws_the_weights_and_reads_out_their_entropy():
     fig, readout = interactive.temperature_view([3.0, 1.0, 0.2], 0.5)
     weights, entropy = interactive.temperature_weights([3.0, 1.0, 0.2], 0.5)
     assert bar_heights(fig.axes[0]) == pytest.approx(weights.tolist())
-    assert readout == (f"T = 0.50: largest weight {float(weights.max()):.2f}, entropy "
+    assert readout == (f"T = 0.50: weights {shown(weights.tolist())}; entropy "
                        f"{entropy:.2f} nats (uniform: {math.log(3):.2f})")
 
 
@@ -239,16 +241,33 @@ def test_query_and_bilinear_views_read_out_the_weights_of_their_query():
     assert readout == f"W turns the keys by 30 degrees: weights {shown(weights.tolist())}"
 
 
-@pytest.mark.parametrize("valid_keys, causal, empty", [(2, True, 0), (0, False, 4)])
-def test_mask_view_draws_the_masked_weights_and_counts_the_empty_rows(valid_keys, causal, empty):
+@pytest.mark.parametrize(
+    "valid_keys, causal, padding_first, kind, empty",
+    [(2, True, False, "causal + padding last", "none"),
+     (0, False, False, "padding last", "0, 1, 2, 3"),
+     (1, True, True, "causal + padding first", "0, 1, 2"),
+     (3, False, True, "padding first", "none")],
+)
+def test_mask_view_draws_the_masked_weights_and_names_the_empty_rows(valid_keys, causal,
+                                                                    padding_first, kind, empty):
     scores = randn(4, 4)
-    fig, readout = interactive.mask_view(scores, valid_keys, causal)
-    mask = interactive.padding_and_causal_mask(4, valid_keys, causal)
+    fig, readout = interactive.mask_view(scores, valid_keys, causal, padding_first)
+    mask = interactive.padding_and_causal_mask(4, valid_keys, causal, padding_first)
     torch.testing.assert_close(heatmap(fig.axes[0]), interactive.masked_weights(scores, mask))
-    kind = "causal + padding" if causal else "padding"
-    assert readout == f"{kind}, {valid_keys} valid keys: {empty} fully masked rows " + (
-        "(all-zero weights)"
+    assert readout == f"{kind}, {valid_keys} real keys: fully masked rows (all-zero weights): " + (
+        empty
     )
+
+
+def test_padding_first_keeps_the_last_keys_and_empties_the_padded_queries_under_causal():
+    mask = interactive.padding_and_causal_mask(5, 2, causal=False, padding_first=True)
+    assert mask.tolist()[0] == [False, False, False, True, True] and mask.eq(mask[0]).all()
+    causal = interactive.padding_and_causal_mask(5, 2, causal=True, padding_first=True)
+    assert interactive.empty_rows(causal) == [0, 1, 2]  # the padding's own queries
+    for valid_keys in range(1, 6):  # padding last: query 0 always sees key 0
+        last = interactive.padding_and_causal_mask(5, valid_keys, True)
+        assert interactive.empty_rows(last) == []
+    assert interactive.empty_rows(interactive.padding_and_causal_mask(5, 0, True)) == list(range(5))
 
 
 def test_square_and_head_views_show_the_chosen_item():
@@ -279,8 +298,19 @@ def test_sampling_view_draws_the_likeliest_characters_of_the_sampling_distributi
     assert bar_heights(fig.axes[0]) == pytest.approx(sorted(probabilities.tolist(), reverse=True))
     labels = [label.get_text() for label in fig.axes[0].get_xticklabels()]
     assert labels[:3] == ["b", " ", "a"] and sorted(labels[3:]) == ["\\n", "e"]
-    assert readout == (f"T = 0.8: 'b' has probability {float(probabilities[1]):.2f}; 90% of the "
-                       f"draws come from 2 of 5 characters")
+    assert readout == (f"T = 0.8, top 3 characters: 'b' has probability "
+                       f"{float(probabilities[1]):.2f}; 90% of the draws come from 2 of 5 "
+                       "characters")
+    assert interactive.sampling_view(logits, chars, 0.8)[1].startswith("T = 0.8, all characters:")
+
+
+def test_top_k_keeps_the_ratios_of_the_kept_characters_and_a_temperature_changes_them():
+    logits = torch.tensor([0.5, 2.0, -1.0, 1.5, 0.0])
+    every, top = (interactive.sampling_distribution(logits, 1.0, k) for k in (None, 3))
+    kept = top > 0  # b, ' ' and a: each grows by the same factor
+    torch.testing.assert_close(top[kept] / every[kept], (1 / every[kept].sum()).expand(3))
+    cold = interactive.sampling_distribution(logits, 0.5)
+    assert bool((cold > 0).all()) and float(cold[1] / cold[3]) > float(every[1] / every[3])
 
 
 def test_show_displays_controls_figure_and_readout_and_redraws_in_place(monkeypatch):
