@@ -420,34 +420,6 @@ def mask_view(scores, valid_keys, causal, padding_first=False) -> tuple[plt.Figu
     return fig, readout
 
 
-def _square_figure(source, target, prediction, weights) -> Figure:
-    """One square's corners and prediction (left) and its attention weights (right)."""
-    fig, (left, right) = plt.subplots(1, 2, figsize=(8, 3.5), layout="constrained")
-    plots.plot_squares(source[None], target[None], prediction[None], ax=[left])
-    plots.plot_attention(weights, ax=right, titles="attention weights",
-                         query_labels=[f"target {i + 1}" for i in range(len(weights))],
-                         key_labels=[f"source {j + 1}" for j in range(weights.shape[1])])
-    return fig
-
-
-def _square_update(fig, source, target, prediction, weights) -> None:
-    """A new square on both panels."""
-    left, right = fig.axes[:2]
-    plots.update_square_panel(left, source, target, prediction)
-    plots.update_heatmap(right, weights)
-
-
-def square_view(index, sources, targets, predictions, weights) -> tuple[plt.Figure, str]:
-    """One test square: its corners and prediction (left), its attention weights (right)."""
-    source, target, prediction = (pick(x, index) for x in (sources, targets, predictions))
-    square_weights = pick(weights, index)  # (target_len, source_len)
-    key = tuple(tuple(x.shape) for x in (source, target, prediction, square_weights))
-    fig = _drawn(key, _square_figure, _square_update, source=source, target=target,
-                 prediction=prediction, weights=square_weights)
-    error = float(((prediction - target) ** 2).mean())
-    return fig, f"square {index}: mean squared error {error:.2f}"
-
-
 def head_view(weights, head, tokens=None, query=0) -> tuple[plt.Figure, str]:
     """One head's weights from weights (n_heads, Lq, Lk), and one query's row of them."""
     head_weights = pick(weights, head, "head")  # (Lq, Lk)

@@ -400,19 +400,6 @@ def _set_square_panel(ax, source, target, prediction) -> None:
         next(lines).set_data(path[:, 0], path[:, 1])
 
 
-def update_square_panel(ax, source, target=None, prediction=None) -> None:
-    """Redraw one panel of plot_squares on ax: source (Ls, 2), target and prediction (2, 2)."""
-    source = validation.numpy_array(source, "source")
-    ok = source.ndim == 2 and source.shape[1] == 2 and len(source) > 0
-    validation.with_shape(source, "source", "(Ls, 2)", ok)
-    expected = 2 + 2 * (target is not None) + (prediction is not None)
-    if len(ax.lines) != expected:
-        raise ValueError(f"ax must hold a panel of {expected} lines, got {len(ax.lines)}")
-    target, prediction = (None if x is None else _check_batch(x[None], name, 1, None)[0]
-                          for x, name in ((target, "target"), (prediction, "prediction")))
-    _set_square_panel(ax, source, target, prediction)
-
-
 def _squares_legend(has_target: bool, has_prediction: bool) -> list[Line2D]:
     """Legend handles for the squares panels."""
     handles = [Line2D([], [], color=SOURCE_COLOR, marker="o", label="source")]

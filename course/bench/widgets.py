@@ -5,6 +5,7 @@ the kernel spends after a control moves, as `utils.interactive.show` redraws: th
 at the new value and its kept figure updated in place, then drawn once and rendered to the PNG
 sent to the page. The control moves back and forth between two values, so that every redraw
 changes the figure. The inputs have the sizes the lectures use. Threads: one, as in the notebooks.
+Lectures 06 and 11 have no control: static figures answer their questions.
 """
 
 import itertools
@@ -29,8 +30,6 @@ def _controls():
 
     scores, keys, values = randn(5), randn(4, 2), randn(4, 2)
     query, turned_keys, mask_scores = randn(2), randn(3, 2), randn(6, 6)
-    squares = [torch.rand(8, 2, 2, generator=generator) for _ in range(3)]
-    weights = torch.softmax(randn(8, 2, 2), dim=-1)
     heads = torch.softmax(randn(4, 8, 8), -1)
     row, row_values = randn(16), randn(16)
     logits, chars = 3.0 * randn(59), [chr(32 + i) for i in range(59)]
@@ -41,14 +40,12 @@ def _controls():
         ("04_additive_scoring", lambda a: interactive.bilinear_view(a, query, turned_keys),
          45, 60),
         ("05_masks", lambda n: interactive.mask_view(mask_scores, n, True), 4, 3),
-        ("06_seq2seq_attention", lambda i: interactive.square_view(i, *squares, weights), 3, 4),
         ("07_multihead_attention",
          lambda h: interactive.head_view(heads, h, list("abcdefgh")), 2, 3),
         ("08_transformer_block", interactive.rope_decay_view, 4.5, 5.0),
         ("09_attention_at_scale",
          lambda b: interactive.online_softmax_view(b, row, row_values, 4), 2, 3),
         ("10_tiny_gpt", lambda t: interactive.sampling_view(logits, chars, t), 1.0, 1.1),
-        ("11_encoder_decoder", lambda i: interactive.square_view(i, *squares, weights), 3, 4),
     ]
 
 

@@ -185,13 +185,11 @@ def test_bad_input_raises_a_value_error_naming_it(call, message):
         call()
 
 
-SQUARES = [randn(3, 2, 2), randn(3, 2, 2), randn(3, 2, 2), torch.full((3, 2, 2), 0.5)]
 VIEWS = [
     (interactive.temperature_view, ([3.0, 1.0, 0.2], 0.5)),
     (interactive.query_view, (45, randn(3, 2), randn(3, 2))),
     (interactive.bilinear_view, (30, [1.0, 0.0], randn(3, 2))),
     (interactive.mask_view, (randn(4, 4), 2, True)),
-    (interactive.square_view, (1, *SQUARES)),
     (interactive.head_view, (torch.softmax(randn(2, 3, 3), -1), 1, ["a", "b", "c"])),
     (interactive.rope_decay_view, (2.5,)),
     (interactive.online_softmax_view, (1, randn(9), randn(9), 4)),
@@ -270,12 +268,7 @@ def test_padding_first_keeps_the_last_keys_and_empties_the_padded_queries_under_
     assert interactive.empty_rows(interactive.padding_and_causal_mask(5, 0, True)) == list(range(5))
 
 
-def test_square_and_head_views_show_the_chosen_item():
-    _, targets, predictions, weights = SQUARES
-    fig, readout = interactive.square_view(1, *SQUARES)
-    torch.testing.assert_close(heatmap(fig.axes[1]), weights[1].double())
-    error = float(((predictions[1] - targets[1]) ** 2).mean())
-    assert readout == f"square 1: mean squared error {error:.2f}"
+def test_head_view_shows_the_chosen_head():
     head_weights = torch.softmax(randn(2, 3, 3), -1)
     fig, readout = interactive.head_view(head_weights, 1, ["a", "b", "c"])
     torch.testing.assert_close(heatmap(fig.axes[0]), head_weights[1])
@@ -425,7 +418,6 @@ MOVES = [  # (view of one value, start, end, whether the start's figure is kept)
     (lambda a: interactive.bilinear_view(a, [1.0, 0.0], SQUARE_VALUES[2], 2.0), 30, -90, True),
     (interactive.divisor_view, 0.5, 1.0, True),
     (lambda n: interactive.mask_view(randn(4, 4), n, True), 2, 0, True),
-    (lambda i: interactive.square_view(i, *SQUARES), 0, 2, True),
     (lambda h: interactive.head_view(HEADS, h, ["a", "b", "c", "d"], 1), 0, 2, True),
     (lambda q: interactive.head_view(HEADS, 1, ["a", "b", "c", "d"], q), 0, 3, True),
     (interactive.rope_decay_view, 2.5, 5.0, True),

@@ -425,7 +425,6 @@ from utils.plots import (  # noqa: E402
     update_heatmap,
     update_query_keys,
     update_scores_by_offset,
-    update_square_panel,
 )
 
 
@@ -465,16 +464,6 @@ def test_update_query_keys_moves_the_arrows_as_a_new_plot_draws_them():
     assert texts(plain.axes[0])[1::2] == ["q", "a", "b", "c"]
     with pytest.raises(ValueError, match=r"keys must have shape \(3, 2\)"):
         update_query_keys(plain.axes[0], query, keys[:2])
-
-
-def test_update_square_panel_moves_the_lines_of_a_panel():
-    source, target, prediction = (torch.rand(2, 3, 2), torch.rand(2, 2, 2), torch.rand(2, 2, 2))
-    fig = plot_squares(source[:1], target[:1], prediction[:1])
-    update_square_panel(fig.axes[0], source[1], target[1], prediction[1])
-    fresh = plot_squares(source[1:], target[1:], prediction[1:])
-    assert shown(fig.axes[0])["lines"] == shown(fresh.axes[0])["lines"]
-    with pytest.raises(ValueError, match="ax must hold a panel of 4 lines, got 2"):
-        update_square_panel(plot_squares(source[:1]).axes[0], source[0], target[0])
 
 
 def test_update_scores_by_offset_relabels_and_rescales_as_a_new_plot_does():
