@@ -20,7 +20,8 @@
 * the figures of the lesson benchmarks (`course.bench.seq2seq`, `course.bench.mha`,
   `course.bench.transformer`, `course.bench.scale`, `course.bench.gpt`,
   `course.bench.encoder_decoder`), and
-  `course.bench.widgets`: how long each lecture's control (every lecture but 06 and 11) takes to redraw.
+  `course.bench.widgets`: how long each lecture's control takes to redraw (lectures 06 and 11
+  have none).
 """
 
 import argparse
