@@ -59,7 +59,10 @@ def masked_softmax(scores, allowed) -> torch.Tensor:
     floor = torch.finfo(hidden.dtype).min  # a finite shift for a row with no allowed key
     shift = hidden.detach().amax(dim=-1, keepdim=True).clamp(min=floor)  # (..., Lq, 1)
     exps = (hidden - shift).exp()  # 0 at every hidden key; the largest allowed key gives 1
-    return exps / exps.sum(dim=-1, keepdim=True).clamp(min=1.0)  # an empty row: 0 / 1, no NaN
+    totals = exps.sum(dim=-1, keepdim=True)  # (..., Lq, 1): at least 1, or 0 for an empty row
+    # An empty row divides by 1, not 0. (A clamp at 1 would also cut the gradient of a row
+    # whose one allowed key makes its total exactly 1, as some torch versions do.)
+    return exps / totals.masked_fill(totals == 0, 1.0)
 
 
 def rotate(x, base=10000.0, start=0) -> torch.Tensor:

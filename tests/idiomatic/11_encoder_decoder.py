@@ -27,7 +27,8 @@ class Attention(nn.Module):
         hidden = scores.masked_fill(~mask, float("-inf"))
         shift = hidden.detach().amax(-1, keepdim=True).clamp(min=torch.finfo(scores.dtype).min)
         exps = (hidden - shift).exp()
-        weights = exps / exps.sum(-1, keepdim=True).clamp(min=1.0)
+        totals = exps.sum(-1, keepdim=True)
+        weights = exps / torch.where(totals > 0, totals, torch.ones_like(totals))
         context = torch.einsum("nhqk,nkhd->nqhd", weights, v).flatten(-2)
         return self.w_o(context), weights
 ''',

@@ -173,6 +173,19 @@ def test_masked_softmax_matches_softmax_where_every_key_is_allowed():
     torch.testing.assert_close(weights, scores.softmax(dim=-1))
 
 
+def test_masked_softmax_has_softmax_gradients_under_a_causal_mask():
+    # The first row keeps one key, whose exponentials sum to exactly 1: its gradient is 0.
+    scores = torch.randn(2, 4, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
+    upstream = torch.randn(2, 4, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(4))
+    allowed = torch.ones(4, 4, dtype=torch.bool).tril()
+    ours = scores.clone().requires_grad_()
+    (transformer.masked_softmax(ours, allowed) * upstream).sum().backward()
+    theirs = scores.clone().requires_grad_()
+    (theirs.masked_fill(~allowed, float("-inf")).softmax(-1) * upstream).sum().backward()
+    assert torch.allclose(ours.grad, theirs.grad, atol=1e-12)
+    assert ours.grad[:, 0].abs().max() == 0
+
+
 def test_masked_softmax_refuses_a_mask_that_is_not_boolean():
     with pytest.raises(ValueError, match="bool tensor"):
         transformer.masked_softmax(torch.zeros(2, 2), torch.ones(2, 2))
