@@ -6,10 +6,14 @@
 #                  this CPU's own, the plain (SSE) one, and MKL's reproducible branch;
 #                  make nbval-all adds AVX2, MKL's AVX2 and AVX-512 branches, oneDNN below AMX;
 #                  make nbval-PATH runs one path alone (PATH: one of NBVAL_PATHS below)
-#   make test-browser  a student's first failing test in JupyterLab, and a hostile submission's
-#                  feedback and formgrader pages, in headless Chromium
+#   make test-browser  a student's first failing test in JupyterLab, a hostile submission's
+#                  feedback and formgrader pages, and the formgrader of a course graded
+#                  locally (and of a replaced gradebook), in headless Chromium
 #   make test-hub  a class on a real JupyterHub (deploy/), end to end with real Unix users;
 #                  needs root, configurable-http-proxy (npm) and setfacl (.ci/run installs them)
+#   make test-edges  the stored notebooks in new venvs under build/edges/, at the edges the course
+#                  claims: Python 3.13 and 3.11 with the newest packages its ranges allow (strict
+#                  nbval), and a Colab-like job (newer torch, older Jupyter, the edition's Colab cell)
 #   make release   regenerate release/ and solutions/ from source/ with nbgrader; it refuses to
 #                  overwrite a lab that was run or edited in release/ (FORCE=1 overwrites it)
 #   make edition   the student edition, build/student/ and build/student.zip: lectures, labs, utils;
@@ -67,7 +71,7 @@ NBVAL_TEST_PATHS := native plain mkl-compatible
 TORCH_CPU_INDEX := https://download.pytorch.org/whl/cpu
 TORCH_CPU := $(if $(filter Linux,$(shell uname -s)),$(shell sed -n 's/^torch==\(.*\)/torch==\1+cpu/p' requirements.txt))
 
-.PHONY: lab quick test test-browser test-hub lint unit nbval nbval-all $(NBVAL_PATHS:%=nbval-%) release edition lock lectures bench autograde feedback grades collect clean
+.PHONY: lab quick test test-browser test-hub test-edges lint unit nbval nbval-all $(NBVAL_PATHS:%=nbval-%) release edition lock lectures bench autograde feedback grades collect clean
 
 # requirements.lock pins everything requirements.txt brings (make lock writes it): a constraint.
 LOCK := $(if $(UNLOCKED),,-c requirements.lock)
@@ -101,10 +105,16 @@ test: $(STAMP)
 	echo "make test: all checks passed in $$(( $$(date +%s) - start )) s"
 
 test-browser: $(STAMP)
-	$(BIN)/pytest tests/browser/jupyterlab_check.py tests/browser/pages_check.py
+	$(BIN)/pytest tests/browser/jupyterlab_check.py tests/browser/pages_check.py \
+		tests/browser/formgrader_check.py
 
 test-hub: $(STAMP)
 	COURSE_HUB_TEST=1 $(BIN)/pytest -s tests/deploy/test_hub.py tests/deploy/test_lti_hub.py
+
+# New venvs, not .venv: the course installed as its users install it (course/coursedir/edges.py).
+# EDGES="newest colab" runs only those edges.
+test-edges: $(STAMP)
+	$(BIN)/python -m course.coursedir.edges --nbval "$(NBVAL)" $(foreach edge,$(EDGES),--only $(edge))
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
