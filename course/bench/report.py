@@ -136,8 +136,10 @@ def autograde_figures(class_size, lab_class_size):
 
 
 def report(name, value):
-    """Print one figure."""
-    print(f"{name}: {value:.3f}" if isinstance(value, float) else f"{name}: {value}", flush=True)
+    """Print one figure: 3 decimals, or 3 significant digits below 0.01 (an error of 1.07e-06)."""
+    if isinstance(value, float):
+        value = f"{value:.3g}" if 0 < abs(value) < 0.01 else f"{value:.3f}"
+    print(f"{name}: {value}", flush=True)
 
 
 def main(argv=None):

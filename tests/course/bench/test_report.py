@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from course.bench.report import cpu_seconds, parallel_ratio_ceiling
+from course.bench.report import cpu_seconds, parallel_ratio_ceiling, report
 
 
 def test_ceiling_is_the_ratio_with_every_core_busy():
@@ -28,3 +28,9 @@ def test_cpu_seconds_counts_a_child_once_it_has_ended():
     before = cpu_seconds()
     subprocess.run([sys.executable, "-c", spin], check=True)
     assert cpu_seconds() - before >= 0.3
+
+
+def test_a_small_figure_keeps_its_significant_digits(capsys):
+    report("parity", 1.0728836059570312e-06)
+    report("seconds", 1.6851)
+    assert capsys.readouterr().out == "parity: 1.07e-06\nseconds: 1.685\n"
