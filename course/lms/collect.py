@@ -280,7 +280,7 @@ class Report:
             f"submitted/{late}"
         ]
         sections = [
-            (f"renamed, collected as {lab}", self.renamed),
+            (f"handed in under another name, collected as {lab}", self.renamed),
             ("several attempts, the latest collected", self.latest),
             ("late", self.late),
             (f"several notebooks, {lab} graded, the others kept beside it", self.several_ok),
