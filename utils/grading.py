@@ -18,6 +18,7 @@ import types
 
 import numpy as np
 import torch
+from torch.overrides import TorchFunctionMode
 
 from utils.review import ipython_shell
 
@@ -34,6 +35,7 @@ __all__ = [
     "gradient_of",
     "in_kernel",
     "inputs_changed",
+    "nans_created",
     "parameter_gradients",
     "set_parameters",
     "show_failures_first",
@@ -115,6 +117,65 @@ def inputs_changed(function, *args):
         for position, (arg, copy) in enumerate(zip(args, before, strict=True))
         if copy is not None and not torch.equal(arg, copy)
     ]
+
+
+def _nan_count(value):
+    """How many NaNs the tensors in `value` (and in its tuples, lists and dicts) hold."""
+    if isinstance(value, _Tensor):
+        floating = value.is_floating_point() or value.is_complex()
+        return int(value.isnan().sum()) if floating and value.layout == torch.strided else 0
+    if isinstance(value, (tuple, list)):
+        return sum(_nan_count(item) for item in value)
+    if isinstance(value, dict):
+        return sum(_nan_count(item) for item in value.values())
+    return 0
+
+
+def _tensors_in(value, found):
+    """Each distinct tensor in `value` (and in its tuples, lists and dicts), added to `found`."""
+    if isinstance(value, _Tensor):
+        found.setdefault(id(value), value)
+    elif isinstance(value, (tuple, list)):
+        for item in value:
+            _tensors_in(item, found)
+    elif isinstance(value, dict):
+        for item in value.values():
+            _tensors_in(item, found)
+    return found
+
+
+class _NaNRecorder(TorchFunctionMode):
+    """Notes each torch operation that makes NaNs: counted in its arguments before and after it
+    ran (an in-place operation writes into them) and in what it returns, beside the arguments'."""
+
+    def __init__(self):
+        super().__init__()
+        self.created = []  # names of the operations, in the order they ran
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        arguments = _tensors_in((args, kwargs), {})
+        before = _nan_count(list(arguments.values()))
+        result = func(*args, **kwargs)
+        written = _nan_count(list(arguments.values()))
+        returned = _nan_count([t for key, t in _tensors_in(result, {}).items()
+                               if key not in arguments])  # fmt: skip
+        if written > before or returned > before:
+            self.created.append(getattr(func, "__name__", repr(func)))
+        return result
+
+
+@in_kernel
+def nans_created(function, *args, **kwargs):
+    """Names of the torch operations of function(*args, **kwargs) that made NaNs, in order.
+
+    A NaN made and then repaired (`nan_to_num`, `masked_fill`, `where`) is listed, and so is
+    one an operation writes into its own input (`sub_`, `div_`, `out=`). The function runs
+    without gradients. See SECURITY.md for what this cannot see.
+    """
+    with torch.no_grad(), _NaNRecorder() as recorder:
+        function(*args, **kwargs)
+    return tuple(recorder.created)
 
 
 def _fail(message, hint=None):

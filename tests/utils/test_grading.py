@@ -238,3 +238,62 @@ def test_the_failed_line_shows_the_whole_call_or_a_clear_cut():
     long = statement_at(source, 4)
     assert long.startswith("check(result, xxx") and long.endswith("…") and len(long) == 120
     assert statement_at(source, 9) == ""
+
+
+# The NaN recorder: a NaN made anywhere, in place included, and then repaired, is listed.
+ROW_WITHOUT_KEYS = torch.tensor([[True, False, True], [False, False, False]])  # row 1: no key
+
+
+def zeroed_rows(scores, allowed):
+    """The course's rule: finite scores on a row with no key, then zero the masked weights."""
+    scores = scores.masked_fill(~allowed, float("-inf"))
+    scores = scores.masked_fill(~allowed.any(-1, keepdim=True), 0.0)
+    return torch.softmax(scores, -1).masked_fill(~allowed, 0.0)
+
+
+def shifted_in_place_then_repaired(scores, allowed):
+    """-inf - (-inf) written into a copy by sub_, then repaired by nan_to_num."""
+    shifted = scores.masked_fill(~allowed, float("-inf")).clone()
+    shifted.sub_(shifted.amax(-1, keepdim=True))
+    return torch.softmax(shifted.nan_to_num(nan=0.0), -1).masked_fill(~allowed, 0.0)
+
+
+def softmax_then_where(scores, allowed):
+    """The softmax of a row of -inf is NaN, dropped afterwards by torch.where."""
+    weights = torch.softmax(scores.masked_fill(~allowed, float("-inf")), -1)
+    return torch.where(allowed, weights, 0.0)
+
+
+def out_argument(scores, allowed):
+    """A NaN written through out=, then overwritten."""
+    total = torch.empty(2, 1)
+    torch.div(scores.sum(-1, keepdim=True) * 0, torch.zeros(2, 1), out=total)
+    return total.nan_to_num_(0.0)
+
+
+@pytest.mark.parametrize(
+    ("function", "expected"),
+    [
+        (zeroed_rows, ()),
+        (shifted_in_place_then_repaired, ("sub_",)),
+        (softmax_then_where, ("softmax",)),
+        (out_argument, ("div",)),
+    ],
+)
+def test_nans_created_lists_each_operation_that_made_a_nan(function, expected):
+    scores = torch.randn(2, 3, generator=torch.Generator().manual_seed(0))
+    assert grading.nans_created(function, scores, ROW_WITHOUT_KEYS) == expected
+
+
+def test_nans_created_counts_nans_rather_than_noting_their_presence():
+    def more_nans(x):
+        """x holds one NaN; the division makes a second one (0 / 0)."""
+        return x / torch.tensor([1.0, 0.0, 1.0])
+
+    def same_nans(x):
+        """x holds one NaN, in place doubled and viewed: nothing new."""
+        return x.clone().mul_(2.0).view(3)
+
+    x = torch.tensor([float("nan"), 0.0, 1.0])
+    assert grading.nans_created(more_nans, x) == ("div",)
+    assert grading.nans_created(same_nans, x) == ()
