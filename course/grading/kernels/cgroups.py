@@ -15,7 +15,8 @@ pids and cpu, as root, or in a cgroup v2 hierarchy where it may hand these contr
 its own group (as root, or in a subtree delegated to it). There the grading processes move into
 a leaf of their own (LEAF), as cgroup v2 requires of a group whose children have controllers.
 Elsewhere each sandbox has only its rlimits: `mode()` says which is in force, and why.
-A group is removed when its sandbox ends, every process in it killed first.
+A group is removed when its sandbox ends: every process in it is killed, and waited for (killed
+again while any is left), before its folders go; one that cannot be removed is reported.
 
 A grader that is not root needs a subtree delegated to it: `delegate(user)`, run as root (the
 hub does, as it starts), makes DELEGATED/<user> beneath its own group and gives it to the user.
@@ -33,6 +34,7 @@ import os
 import pwd
 import re
 import signal
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,7 +49,8 @@ DELEGATED = "course-grading"  # beneath it, the group delegated to each user who
 # The files of a delegated group that its user writes, besides the folder (cgroup(7)).
 DELEGATED_FILES = ("cgroup.procs", "cgroup.threads", "cgroup.subtree_control", "tasks")
 NAME = re.compile(rf"{PREFIX}(\d+)-\d+")  # PREFIX, the id of the process that made it, a number
-REMOVE_SECONDS = 5
+REMOVE_SECONDS = 60  # the longest a removal waits for the killed processes to end
+FIRST_PAUSE_SECONDS, LAST_PAUSE_SECONDS = 0.01, 0.25  # between the passes of a removal
 _numbers = itertools.count()
 
 
@@ -95,20 +98,42 @@ class Group:
         for pid in self.members():
             _kill_member(self, pid)
 
-    def remove(self):
-        """Kill every process in the group and remove the group; OSError if it lingers."""
-        deadline = time.monotonic() + REMOVE_SECONDS
+    def remove(self, seconds=REMOVE_SECONDS):
+        """Kill every process in the group, wait until none is left, then remove the group.
+
+        Each pass kills what is in the group (a process may fork as the first kill lands) and,
+        once the group is empty, removes its folders; a pass that finds a process left waits a
+        little longer than the last. OSError (EBUSY, naming what is left) after `seconds`.
+        """
+        deadline = time.monotonic() + seconds
+        pause = FIRST_PAUSE_SECONDS
+        while True:
+            self.kill()
+            left = self.members()
+            if not left and self._remove_folders():
+                return
+            if time.monotonic() >= deadline:
+                message = (
+                    f"the control group {self.folders[0]} still holds "
+                    f"{len(left) or 'an exiting'} process{'es' if len(left) > 1 else ''} "
+                    f"{seconds:g} s after they were killed"
+                )
+                raise OSError(errno.EBUSY, message)
+            time.sleep(pause)
+            pause = min(2 * pause, LAST_PAUSE_SECONDS)
+
+    def _remove_folders(self):
+        """Remove the group's folders: True once none is left, False while Linux says busy."""
         for folder in self.folders:
-            while folder.exists():
-                self.kill()
-                try:
-                    folder.rmdir()
-                except FileNotFoundError:
-                    pass
-                except OSError as error:  # EBUSY while the killed processes exit
-                    if error.errno != errno.EBUSY or time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.01)
+            try:
+                folder.rmdir()
+            except FileNotFoundError:
+                pass
+            except OSError as error:  # EBUSY: a killed process is still ending
+                if error.errno != errno.EBUSY:
+                    raise
+                return False
+        return True
 
 
 def _kill_member(group, pid):
@@ -363,16 +388,27 @@ def hand_down(own):
     return own
 
 
-def sweep():
-    """Remove the groups of sandboxes whose maker has ended (e.g. a zygote that was killed)."""
+def sweep(report=None):
+    """Remove the groups of sandboxes whose maker has ended (e.g. a zygote that was killed).
+
+    A group that cannot be removed is reported: report(the OSError), by default on stderr.
+    """
     current = mode()
     if current.kind == RLIMITS:
         return
+    report = report or _report
     for name in {p.name for parent in current.parents for p in parent.glob(f"{PREFIX}*")}:
         match = NAME.fullmatch(name)
         if match and not running(int(match.group(1))):
-            with contextlib.suppress(OSError):
+            try:
                 Group(current.kind, tuple(p / name for p in current.parents)).remove()
+            except OSError as error:
+                report(error)
+
+
+def _report(error):
+    """Say on stderr that a group could not be removed."""
+    print(f"cannot remove a sandbox's control group: {error}", file=sys.stderr)
 
 
 def running(pid):

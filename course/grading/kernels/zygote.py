@@ -22,7 +22,8 @@ fork, about 7 ms, so one zygote keeps many workers busy). The kernels forked for
 are killed when it closes, one still starting too, and every kernel when the zygote ends: when
 its standard input (its lifeline) reaches end of file. Each sandboxed kernel gets a control
 group of its own where one can be made (`course.grading.kernels.cgroups`), removed with every
-process in it once the kernel has ended.
+process in it once the kernel has ended (a group whose killed processes are slow to end is tried
+again while the zygote serves, and reported).
 
 The client's side is at the end of this file: `ZygoteClient`, one for each grading process (the
 provisioner's), asks the shared zygote while it answers, then a zygote of its own.
@@ -77,6 +78,10 @@ PRELOAD = [
 # kernel message schema uses it. Importing it is refused, so jsonschema leaves that format out.
 SLOW_UNUSED_MODULES = ["rfc3987_syntax"]
 MAX_REQUEST_BYTES = 1 << 20
+# A kernel's group is removed within this while the zygote serves; one that outlasts it is
+# retried each RETRY_SECONDS, and waited for (cgroups.REMOVE_SECONDS) as the zygote ends.
+QUICK_REMOVE_SECONDS = 2
+RETRY_SECONDS = 1
 ADDRESS_VARIABLE = "COURSE_KERNEL_ZYGOTE"  # the socket of the zygote that workers share
 STOP_SECONDS = 10
 
@@ -167,6 +172,7 @@ class Zygote:
         self.forked = False
         self.selector = selectors.DefaultSelector()
         self.clients = set()
+        self.leftovers = []  # control groups not yet removed, retried while the zygote serves
         self.selector.register(sys.stdin.fileno(), selectors.EVENT_READ, ("lifeline", None))
         self.shared = bool(channel.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN))
         if self.shared:
@@ -187,9 +193,11 @@ class Zygote:
         while True:
             starting = any(client.report is not None for client in self.clients)
             idle = self.chores and self.forked and not starting
-            events = self.selector.select(0 if idle else None)
+            waiting = RETRY_SECONDS if self.leftovers else None
+            events = self.selector.select(0 if idle else waiting)
             if not events and idle:
                 self.chores.pop(0)()
+            self.retry_leftovers()
             for key, _ in events:
                 if self.selector.get_map().get(key.fd) is not key:  # closed by an earlier event
                     continue
@@ -267,7 +275,7 @@ class Zygote:
         if "pid" in answer:
             self.track(client, answer["pid"], group)
         else:
-            _remove(group)
+            self.remove_group(group)
         if self.answer(client, answer):
             self.next_request(client)
 
@@ -278,7 +286,7 @@ class Zygote:
                 _kill(client.child)
             os.close(client.child)
         if kill:
-            _remove(client.group)
+            self.remove_group(client.group)
         self.selector.unregister(client.report)
         os.close(client.report)
         client.report = client.child = client.group = None
@@ -296,7 +304,7 @@ class Zygote:
         """Remember kernel `pid` (in `group`) as forked for `client`, by a pidfd naming no other."""
         pidfd = open_pidfd(pid)
         if pidfd is None:  # it has already ended
-            _remove(group)
+            self.remove_group(group)
             return
         client.kernels[pidfd] = group
         self.selector.register(pidfd, selectors.EVENT_READ, ("kernel", client))  # once it ends
@@ -305,7 +313,7 @@ class Zygote:
         """Stop tracking one of `client`'s kernels, which has ended; remove its control group."""
         self.selector.unregister(pidfd)
         os.close(pidfd)
-        _remove(client.kernels.pop(pidfd))
+        self.remove_group(client.kernels.pop(pidfd))
 
     def close(self, client):
         """Kill the kernels forked for `client`, and one still starting, then close it."""
@@ -319,9 +327,35 @@ class Zygote:
         client.connection.close()
 
     def close_all(self):
-        """Kill every kernel and close every connection."""
+        """Kill every kernel, close every connection, and remove every group left."""
         for client in list(self.clients):
             self.close(client)
+        for group in self.leftovers:
+            try:
+                group.remove()
+            except OSError as error:  # the next zygote's sweep tries again
+                print(f"left behind: {error}", file=sys.stderr)
+        self.leftovers = []
+
+    def remove_group(self, group):
+        """Remove a kernel's control group (None: it has none); retry later if it lingers."""
+        if group is None:
+            return
+        try:
+            group.remove(QUICK_REMOVE_SECONDS)
+        except OSError as error:  # the zygote goes on serving, and tries again
+            print(f"{error}: removing it again each {RETRY_SECONDS} s", file=sys.stderr)
+            self.leftovers.append(group)
+
+    def retry_leftovers(self):
+        """Try once more to remove each group left, killing what is still in it."""
+        left = []
+        for group in self.leftovers:
+            try:
+                group.remove(0)
+            except OSError:
+                left.append(group)
+        self.leftovers = left
 
 
 def request_problem(request):
@@ -331,16 +365,6 @@ def request_problem(request):
     if request["sandbox"] and not request.get("ipc_dir"):
         return "a sandboxed kernel needs an ipc_dir for its sockets"
     return ""
-
-
-def _remove(group):
-    """Remove a kernel's control group (None: it has none), killing what is left in it."""
-    if group is None:
-        return
-    try:
-        group.remove()
-    except OSError as error:  # the zygote goes on serving; the group is left behind
-        print(f"cannot remove the control group {group.folders[0]}: {error}", file=sys.stderr)
 
 
 def _kill(pidfd):

@@ -302,6 +302,61 @@ def test_a_group_is_removed_with_every_process_left_in_it(tmp_path):
     assert not any(alive(member) for member in members)
 
 
+class SlowToEnd(cgroups.Group):
+    """A stand-in group (plain folders) whose killed processes take `passes` kills to end."""
+
+    def __init__(self, folders, passes):
+        super().__init__(cgroups.V1, tuple(folders))
+        object.__setattr__(self, "left", [passes])
+        object.__setattr__(self, "kills", [0])
+
+    def kill(self):
+        self.kills[0] += 1
+
+    def members(self):
+        self.left[0] -= 1
+        return {os.getpid()} if self.left[0] > 0 else set()
+
+
+def test_a_group_is_removed_only_once_its_killed_processes_have_ended(tmp_path):
+    folders = [tmp_path / "memory", tmp_path / "pids"]
+    for folder in folders:
+        folder.mkdir()
+    group = SlowToEnd(folders, passes=20)
+    group.remove()
+    assert group.kills[0] >= 20  # killed again on each pass while a process was left
+    assert not any(folder.exists() for folder in folders)
+
+
+def test_a_group_whose_processes_never_end_is_reported_and_kept(tmp_path):
+    folders = [tmp_path / "memory"]
+    folders[0].mkdir()
+    group = SlowToEnd(folders, passes=10**9)
+    with pytest.raises(OSError, match="still holds 1 process 0.2 s after") as raised:
+        group.remove(0.2)
+    assert raised.value.errno == errno.EBUSY and str(folders[0]) in str(raised.value)
+    assert folders[0].exists()
+
+
+def test_a_zygote_retries_a_group_it_could_not_remove_until_it_is_gone(tmp_path, capfd):
+    from course.grading.kernels import zygote
+
+    folders = [tmp_path / "memory"]
+    folders[0].mkdir()
+    group = SlowToEnd(folders, passes=3)
+    serving = zygote.Zygote.__new__(zygote.Zygote)  # its loop's bookkeeping only
+    serving.leftovers = []
+    zygote_quick, zygote.QUICK_REMOVE_SECONDS = zygote.QUICK_REMOVE_SECONDS, 0
+    try:
+        serving.remove_group(group)
+    finally:
+        zygote.QUICK_REMOVE_SECONDS = zygote_quick
+    assert serving.leftovers == [group] and "removing it again" in capfd.readouterr().err
+    while serving.leftovers:  # what the serving loop does each RETRY_SECONDS
+        serving.retry_leftovers()
+    assert not folders[0].exists()
+
+
 def alive(pid):
     """True while process `pid` runs (an exited process, reaped or not, does not)."""
     try:
