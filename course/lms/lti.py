@@ -7,12 +7,17 @@ Run from the course folder, with the course's Python: the hub's (on the hub, as 
 instructor) or .venv's (`make lti-grades` runs the same).
 
 The hub (deploy/lti_login.py) records each launch in `lti/launches.json` of the course folder:
-the platform (issuer, client id, deployment id, token URL) and, per LMS course, student, lab
-and resource link, the student's `sub` and the lineitem the launch carried. Grades go only to
-lineitems of the LMS course the course is linked to, `lti/lms_course.json`. The course signs its
-token requests with its own key, `lti/tool_key.pem`, made on first use; the hub serves its
-public half as a JWKS. What was sent is kept in `lti/sent/<lab>.json`: a second run sends only
-what changed, and a provisional score never replaces a final one already sent.
+the platform (issuer, client id, deployment id, token URL) and, per LMS course, user, lab and
+resource link (the activity), the user's `sub`, the lineitem and the course's `lineitems`
+service the launch carried. Grades go only to the LMS course the course is linked to,
+`lti/lms_course.json`, into the lab's current column: the sender reads the course's line items
+(its gradebook's columns for the tool) and takes the one whose resource link is an activity the
+lab was launched from, by anyone, the teacher included. A student's score goes there whether
+or not they launched that activity (their `sub` comes from any launch of theirs in the course),
+as a share of the column's maximum. The course signs its token requests with its own key,
+`lti/tool_key.pem`, made on first use; the hub serves its public half as a JWKS. What was sent
+is kept in `lti/sent/<lab>.json`: a second run sends only what changed, and a provisional score
+never replaces a final one already sent.
 """
 
 import argparse
@@ -23,7 +28,7 @@ import os
 import sys
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -41,6 +46,10 @@ KEY_FILE = "tool_key.pem"
 LAUNCHES_FILE = "launches.json"
 LMS_COURSE_FILE = "lms_course.json"
 SCORE_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/score"
+LINEITEM_READ_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem.readonly"
+LINEITEM_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem"
+CONTAINER_TYPE = "application/vnd.ims.lis.v2.lineitemcontainer+json"
+MAX_PAGES = 100  # of line items: Moodle answers in one, Canvas ten to a page
 ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 SCORE_TYPE = "application/vnd.ims.lis.v1.score+json"
 TIMEOUT = 30
@@ -57,6 +66,10 @@ FINAL_KEPT = (
 
 class LtiError(Exception):
     """The platform refused a request, or could not be reached; the message says which."""
+
+    def __init__(self, message, status=None):
+        super().__init__(message)
+        self.status = status  # the HTTP status of the platform's answer, None when none
 
 
 @dataclass(frozen=True)
@@ -128,7 +141,7 @@ def jwks(root=paths.ROOT):
 
 
 # ---------------------------------------------------------------------------------------------
-# The platform: token and scores
+# The launches the hub recorded
 
 
 def read_record(root, name):
@@ -137,14 +150,43 @@ def read_record(root, name):
     return json.loads(path.read_text()) if path.exists() else None
 
 
-def lab_launches(launches, context_id, assignment):
-    """Each user's latest launch of a lab, with a lineitem, from the LMS course `context_id`."""
-    chosen = {}
+def course_launches(launches, context_id):
+    """(user, lab, link, launch) of each launch recorded from the LMS course `context_id`."""
     for user, labs in launches.get("launches", {}).get(context_id, {}).items():
-        links = [link for link in labs.get(assignment, {}).values() if link.get("lineitem")]
-        if links:
-            chosen[user] = max(links, key=lambda link: link["time"])
-    return chosen
+        for lab, links in labs.items():
+            for link, launch in links.items():
+                yield user, lab, link, launch
+
+
+def lms_users(launches):
+    """Each user's LMS id (`sub`), from their latest launch of any lab of the course."""
+    latest = {}
+    for user, _, _, launch in launches:
+        if user not in latest or launch["time"] > latest[user]["time"]:
+            latest[user] = launch
+    return {user: launch["sub"] for user, launch in latest.items()}
+
+
+def lab_links(launches, assignment):
+    """The activities a lab was launched from, by anyone: {resource link: its latest launch}."""
+    links = {}
+    for user, lab, link, launch in launches:
+        if lab == assignment and (link not in links or launch["time"] > links[link]["time"]):
+            links[link] = {**launch, "user": user}
+    return links
+
+
+def service_of(launches):
+    """(the course's `lineitems` URL, the AGS scopes) of its latest launch that names them."""
+    named = [launch for _, _, _, launch in launches if launch.get("lineitems")]
+    if not named:
+        return "", []
+    latest = max(named, key=lambda launch: launch["time"])
+    return latest["lineitems"], latest.get("scope") or []
+
+
+# ---------------------------------------------------------------------------------------------
+# The platform: token, columns and scores
 
 
 def client_assertion(platform, key):
@@ -161,29 +203,39 @@ def client_assertion(platform, key):
     return jwt.encode(claims, key, algorithm="RS256", headers={"kid": public_jwk(key)["kid"]})
 
 
-def access_token(platform, key, session):
-    """A bearer token for posting scores (client credentials); LtiError with the answer if not."""
+def token_scope(granted):
+    """The scopes to ask for: scores, and reading the columns (read-only when the LMS grants it).
+
+    `granted` is the AGS claim's `scope` of a launch: what the platform lets the tool do.
+    """
+    read = [scope for scope in (LINEITEM_READ_SCOPE, LINEITEM_SCOPE) if scope in granted]
+    return " ".join((read or [LINEITEM_READ_SCOPE])[:1] + [SCORE_SCOPE])
+
+
+def access_token(platform, key, session, scope=SCORE_SCOPE):
+    """A bearer token for `scope` (client credentials); LtiError with the answer if not."""
     form = {
         "grant_type": "client_credentials",
         "client_assertion_type": ASSERTION_TYPE,
         "client_assertion": client_assertion(platform, key),
-        "scope": SCORE_SCOPE,
+        "scope": scope,
     }
-    answer = post(session, platform["token_url"], data=form)
+    answer = call(session, "POST", platform["token_url"], data=form)
     try:
         return answer.json()["access_token"]
     except (ValueError, KeyError):
         raise LtiError(f"token endpoint answered without a token: {answer.text[:300]}") from None
 
 
-def post(session, url, **kwargs):
-    """POST to the platform; the response if 2xx, else LtiError with its status and text."""
+def call(session, method, url, **kwargs):
+    """A request to the platform; the response if 2xx, else LtiError with its status and text."""
     try:
-        answer = session.post(url, timeout=TIMEOUT, **kwargs)
+        answer = session.request(method, url, timeout=TIMEOUT, **kwargs)
     except requests.RequestException as error:
         raise LtiError(f"{url} could not be reached: {error}") from None
     if not answer.ok:
-        raise LtiError(f"{url} answered {answer.status_code} {answer.reason}{details(answer)}")
+        raise LtiError(f"{url} answered {answer.status_code} {answer.reason}{details(answer)}",
+                       answer.status_code)  # fmt: skip
     return answer
 
 
@@ -205,18 +257,63 @@ def details(answer):
     return f": {text}" if text else ""
 
 
+@dataclass(frozen=True)
+class Column:
+    """A column of the LMS course's gradebook that takes the tool's scores (an AGS line item)."""
+
+    url: str
+    label: str
+    maximum: float | None  # the LMS's maximum grade, None when it gives none
+    link: str  # the resource link (activity) it belongs to, "" when none
+
+
+def read_columns(session, url, token):
+    """The LMS course's columns for the tool (its line items), page after page.
+
+    Only line items on the service's own site are kept: a score never goes elsewhere.
+    """
+    headers = {"Authorization": f"Bearer {token}", "Accept": CONTAINER_TYPE}
+    site, columns = urlsplit(url)[:2], []
+    for _ in range(MAX_PAGES):
+        answer = call(session, "GET", url, headers=headers)
+        try:
+            items = answer.json()
+        except ValueError:
+            items = None
+        if not isinstance(items, list):
+            raise LtiError(f"{url} answered without a list of line items: {answer.text[:200]}")
+        items = [item for item in items if isinstance(item, dict) and item.get("id")]
+        columns += [column_of(item) for item in items if urlsplit(str(item["id"]))[:2] == site]
+        url = answer.links.get("next", {}).get("url")
+        if not url:
+            break
+    return columns
+
+
+def column_of(item):
+    """A Column from an AGS line item (JSON)."""
+    maximum = item.get("scoreMaximum")
+    valid = isinstance(maximum, int | float) and not isinstance(maximum, bool) and maximum > 0
+    link = item.get("resourceLinkId") or item.get("ltiLinkId") or ""
+    return Column(str(item["id"]), str(item.get("label", "")), float(maximum) if valid else None,
+                  str(link))  # fmt: skip
+
+
 def scores_url(lineitem):
     """The lineitem's scores endpoint: `/scores` at the end of its path, before any query."""
     parts = urlsplit(lineitem)
     return urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/scores"))
 
 
-def score_body(sub, grade, timestamp):
-    """The AGS score of `grade` for the user `sub`."""
+def score_body(sub, grade, timestamp, maximum=None):
+    """The AGS score of `grade` for the user `sub`, as a share of `maximum` (the column's
+    maximum grade; the lab's when None)."""
+    maximum = maximum or grade.maximum
+    share = grade.score / grade.maximum if grade.maximum else 0.0
     return {
         "userId": sub,
-        "scoreGiven": round(grade.score, 4),
-        "scoreMaximum": grade.maximum,
+        "scoreGiven": round(share * maximum, 4),
+        "scoreMaximum": maximum,
         "comment": grade.comment,
         "activityProgress": "Completed",
         "gradingProgress": "PendingManual" if grade.pending else "FullyGraded",
@@ -297,72 +394,172 @@ def unchanged(record, lineitem, body):
     return earlier == {k: v for k, v in body.items() if k != "timestamp"}
 
 
+OPEN_ONCE = (
+    "open {lab}'s activity in the LMS course once, as the teacher (the launch tells the hub "
+    "which activity, and so which column, is the lab's), then run this again"
+)
+NO_SERVICE = (
+    "the launches from the LMS course name no line-items service (its tool's Assignment and "
+    "Grade Services are off): in Moodle, set the tool's IMS LTI Assignment and Grade Services "
+    "to 'Use this service for grade sync and column management', then open the lab once"
+)
+NOT_READ = (
+    "the LMS course's columns could not be read: {error} (the tool needs to see them: in "
+    "Moodle, the tool's IMS LTI Assignment and Grade Services is 'Use this service for grade "
+    "sync and column management'; in Canvas, its key can view assignment data)"
+)
+
+
 @dataclass
 class Delivery:
     """What a run did, student by student."""
 
     sent: list
     unchanged: list
-    failed: list  # (student, the platform's answer)
+    failed: list  # (student, why it was not sent and what to do)
     final_kept: list  # provisional scores held back: a final one is in the LMS
+    columns: list = field(default_factory=list)  # the lab's columns in the LMS course
+    moved: bool = False  # a column that the lab's earlier launches carried is gone
+
+    def fail(self, students, why):
+        """Record the same reason for several students."""
+        self.failed.extend((student, why) for student in students)
+        return self
 
 
 def send_grades(assignment, root=paths.ROOT, provisional=False, session=None,
                 replace_final=False):  # fmt: skip
-    """Send each graded student's score of a lab to their launch's lineitem; (ok, report)."""
+    """Send each graded student's score of a lab to the lab's column in the linked LMS course;
+    (ok, report)."""
     launches, linked = read_record(root, LAUNCHES_FILE), read_record(root, LMS_COURSE_FILE)
     if launches is None or linked is None:
         return False, f"{assignment}: no LTI launch recorded yet ({LTI_FOLDER}/{LAUNCHES_FILE})"
     grades, not_graded = lab_grades(assignment, root)
     held = [g.student for g in grades if g.pending and not provisional]
     to_send = [g for g in grades if g.student not in held]
-    launched = lab_launches(launches, linked["id"], assignment)
-    never = [g.student for g in to_send if g.student not in launched]
-    to_send = [g for g in to_send if g.student in launched]
-    outcome = deliver(assignment, root, launches["platform"], to_send, launched, session,
-                      replace_final)  # fmt: skip
+    course = list(course_launches(launches, linked["id"]))
+    users = lms_users(course)
+    never = [g.student for g in to_send if g.student not in users]
+    to_send = [g for g in to_send if g.student in users]
+    outcome = Delivery([], [], [], [])
+    if to_send:
+        deliver(assignment, root, launches["platform"], to_send, course,
+                outcome, session, replace_final)  # fmt: skip
     lines = report(assignment, outcome, never, not_graded, held, grades)
     return not outcome.failed, "\n".join(lines)
 
 
-def deliver(assignment, root, platform, grades, launched, session=None, replace_final=False):
-    """Post each grade that changed; record each success at once. A Delivery.
+def deliver(assignment, root, platform, grades, course, outcome, session=None,
+            replace_final=False):  # fmt: skip
+    """Find the lab's column, then post each grade that changed; record each success at once.
 
-    A provisional score for a student whose final score is in the LMS is held back, unless
-    `replace_final`.
+    `course` is the launches from the linked LMS course (course_launches). A provisional score
+    for a student whose final score is in the column is held back, unless `replace_final`.
     """
     session = session or requests.Session()
-    sent = read_sent(root, assignment)
-    outcome = Delivery([], [], [], [])
-    timestamp = datetime.now(UTC).isoformat(timespec="milliseconds")
-    waiting = []
-    for grade in grades:
-        launch, record = launched[grade.student], sent.get(grade.student)
-        body = score_body(launch["sub"], grade, timestamp)
-        if unchanged(record, launch["lineitem"], body):
-            outcome.unchanged.append(grade.student)
-        elif grade.pending and final_sent(record, launch["lineitem"]) and not replace_final:
-            outcome.final_kept.append(grade.student)
-        else:
-            waiting.append((grade.student, launch["lineitem"], body))
-    if not waiting:
-        return outcome
     try:
-        token = access_token(platform, tool_key(root), session)
+        token, columns = find_columns(root, platform, course, session)
     except LtiError as error:
-        outcome.failed.extend((student, f"no token: {error}") for student, _, _ in waiting)
-        return outcome
+        return outcome.fail([grade.student for grade in grades], str(error))
+    links, users = lab_links(course, assignment), lms_users(course)
+    outcome.columns = lab_columns(columns, links)
+    current = {bare(column.url) for column in columns}
+    outcome.moved = any(bare(link["lineitem"]) not in current for link in links.values()
+                        if link.get("lineitem"))  # fmt: skip
+    sent = read_sent(root, assignment)
+    timestamp = datetime.now(UTC).isoformat(timespec="milliseconds")
     headers = {"Authorization": f"Bearer {token}", "Content-Type": SCORE_TYPE}
-    for student, lineitem, body in waiting:
-        try:
-            post(session, scores_url(lineitem), headers=headers, data=json.dumps(body))
-        except LtiError as error:
-            outcome.failed.append((student, str(error)))
+    for grade in grades:
+        column = column_for(grade.student, outcome.columns, course, assignment)
+        if column is None:
+            outcome.failed.append((grade.student, unplaced(assignment, outcome.columns, links)))
             continue
-        sent[student] = {"lineitem": lineitem, "score": body}
+        record = sent.get(grade.student)
+        body = score_body(users[grade.student], grade, timestamp, column.maximum)
+        if unchanged(record, column.url, body):
+            outcome.unchanged.append(grade.student)
+            continue
+        if grade.pending and final_sent(record, column.url) and not replace_final:
+            outcome.final_kept.append(grade.student)
+            continue
+        try:
+            call(session, "POST", scores_url(column.url), headers=headers, data=json.dumps(body))
+        except LtiError as error:
+            outcome.failed.append((grade.student, refusal(error, assignment)))
+            continue
+        sent[grade.student] = {"lineitem": column.url, "score": body}
         write_sent(root, assignment, sent)
-        outcome.sent.append(student)
+        outcome.sent.append(grade.student)
     return outcome
+
+
+def find_columns(root, platform, course, session):
+    """(a bearer token, the LMS course's columns for the tool); LtiError saying what to do."""
+    url, granted = service_of(course)
+    if not url:
+        raise LtiError(NO_SERVICE)
+    try:
+        token = access_token(platform, tool_key(root), session, token_scope(granted))
+    except LtiError as error:
+        raise LtiError(f"no token: {error}", error.status) from None
+    try:
+        return token, read_columns(session, url, token)
+    except LtiError as error:
+        raise LtiError(NOT_READ.format(error=error), error.status) from None
+
+
+def lab_columns(columns, links):
+    """The lab's columns: those of the activities (resource links) it was launched from, or
+    whose lineitem a launch of it carried."""
+    carried = {bare(launch["lineitem"]) for launch in links.values() if launch.get("lineitem")}
+    return [column for column in columns if column.link in links or bare(column.url) in carried]
+
+
+def bare(lineitem):
+    """A lineitem URL without its query (Moodle takes a score with or without `?type_id=`)."""
+    return lineitem.split("?")[0]
+
+
+def column_for(student, columns, course, assignment):
+    """The column a student's score goes to: the lab's only one; of several, the one the
+    student launched last; None when there is none, or several and they launched none."""
+    if len(columns) == 1:
+        return columns[0]
+    mine = sorted(((launch["time"], link, launch["lineitem"]) for user, lab, link, launch in course
+                   if user == student and lab == assignment), reverse=True)  # fmt: skip
+    for _, link, lineitem in mine:
+        for column in columns:
+            if column.link == link or bare(column.url) == bare(lineitem):
+                return column
+    return None
+
+
+def unplaced(assignment, columns, links):
+    """Why a score has no column to go to, and what to do."""
+    if columns:
+        labels = ", ".join(f'"{column.label}"' for column in columns)
+        return (f"{assignment} has {len(columns)} activities in the LMS course ({labels}), and "
+                "this student never opened one of them: delete the extra one in the LMS, or "
+                f"ask the student to open {assignment} once")  # fmt: skip
+    if not links:
+        return f"no activity of {assignment} was ever opened from the LMS course: " + \
+            OPEN_ONCE.format(lab=assignment)  # fmt: skip
+    if not any(launch.get("lineitem") for launch in links.values()):
+        return (f"{assignment}'s activity takes no grades in the LMS (its launches carry no "
+                "column): give it a grade (Grade type Point) in its settings, then "
+                + OPEN_ONCE.format(lab=assignment))  # fmt: skip
+    again = OPEN_ONCE.format(lab=assignment)
+    return (f"the LMS column of {assignment} is gone: the activity was deleted, or deleted and "
+            f"re-created, in the LMS. If re-created, {again}")  # fmt: skip
+
+
+def refusal(error, assignment):
+    """The platform's answer to a score, and what to do when its column is gone."""
+    if error.status == 404 and "doesn't exist" in str(error):
+        again = OPEN_ONCE.format(lab=assignment)
+        return (f"{assignment}'s column was deleted in the LMS during this run (the activity was "
+                f"deleted or re-created): {again} ({error})")  # fmt: skip
+    return str(error)
 
 
 def report(assignment, outcome, never, not_graded, held, grades):
@@ -372,16 +569,27 @@ def report(assignment, outcome, never, not_graded, held, grades):
         f"{assignment}: {counted(len(outcome.sent), 'score')} sent to the LMS, "
         f"{len(outcome.unchanged)} unchanged since the last run, {len(outcome.failed)} not sent"
     ]
+    for column in outcome.columns:
+        share = (f"each score sent as its share of {column.maximum:g}" if column.maximum
+                 else "it gives no maximum: each score sent out of the lab's points")  # fmt: skip
+        lines.append(f'  the lab\'s column in the LMS: "{column.label}" ({share})')
+    if outcome.moved and outcome.columns:
+        lines.append(f"  {assignment}'s activity was re-created in the LMS: the column of earlier "
+                     "launches is gone, and every score goes to the current one")  # fmt: skip
     for student in outcome.sent:
         grade = by_student[student]
         state = "provisional (PendingManual)" if grade.pending else "final (FullyGraded)"
         lines.append(f"  sent {student}: {grade.score:g} / {grade.maximum:g}, {state}")
-    for student, answer in outcome.failed:
-        lines.append(f"  NOT SENT {student} (kept for the next run): {answer}")
+    reasons = {}
+    for student, why in outcome.failed:
+        reasons.setdefault(why, []).append(student)
+    for why, students in reasons.items():
+        lines.append(f"  NOT SENT {', '.join(students)} (kept for the next run): {why}")
     if never:
         lines.append(
-            f"  no lineitem (never launched {assignment} from the LMS, or its activity takes no "
-            f"grades): {', '.join(never)}"
+            f"  not sent, never launched anything from the LMS course (the LMS's id for them is "
+            f"not known yet; their score goes once they open {assignment} in the LMS): "
+            f"{', '.join(never)}"
         )
     if not_graded:
         lines.append(f"  not graded (see make autograde): {', '.join(not_graded)}")

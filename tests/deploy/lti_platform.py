@@ -4,12 +4,34 @@ No LMS is reachable from CI. This stand-in plays the messages that Moodle 4.5 se
 as observed on a real Moodle 4.5.6 (mod/lti): the launch's form to the tool's login URL, the OIDC
 authorization (`mod/lti/auth.php`, answering with a form that posts the id_token), its keys
 (`mod/lti/certs.php`), the token endpoint (`mod/lti/token.php`: client credentials with a JWT
-assertion, checked against the tool's JWKS URL) and scores posted to `<lineitem>/scores`.
+assertion, checked against the tool's JWKS URL), and the gradebook services
+(`mod/lti/services.php`, Moodle's ltiservice_gradebookservices): the course's line items,
+scores posted to `<lineitem>/scores` and results read from `<lineitem>/results`.
 
 What a real Moodle 4.5.6 was seen to do, and the stand-in does too:
 * one site, several courses: a tool registered for the site can be added to any of them, and
   its launches carry that course as the context (`id` the course's id, `label` its short
   name, `title` its full name); lineitems are per course;
+* an activity has three ids: its course module (`launch.php?id=`, the `cmid` of the
+  `lti_message_hint`), its LTI instance (the launch's resource link id, and the line item's
+  `resourceLinkId`), and its grade item (the line item's number); each is new when an activity
+  is deleted and added again, and the deleted one's grade item answers 404 "Not Found: Grade
+  item N doesn't exist" with its grades gone;
+* renaming an activity renames its line item (`label`), changing its maximum grade changes the
+  line item's `scoreMaximum` (existing grades rescaled only if the teacher asks), hiding it
+  keeps its line item and takes scores, but a student's launch gets "Sorry, this activity is
+  currently hidden";
+* the course's line items (`<course>/lineitems?type_id=N`) are listed only with the Accept
+  header `application/vnd.ims.lis.v2.lineitemcontainer+json` (or none; `*/*` gets 400), as a
+  JSON list of {id, label, scoreMaximum, resourceId, tag, resourceLinkId, ltiLinkId}, the
+  filters `resource_link_id`, `resource_id` and `tag` applied; an activity's own line item has
+  an empty `resourceId` and `tag` (its form cannot set them);
+* `token.php` grants the scopes asked for that the tool's services allow (the README's
+  setting, grade sync and column management, allows all four AGS scopes), and each service
+  refuses a token without its scope (401);
+* storing a student's grade in one grade item leaves empty grade rows (no grade, no time) for
+  them in the course's other items; the results service lists only rows with a time, and an
+  empty row refuses no later score;
 * the lineitem URLs carry `?type_id=N`, and a score is taken with or without it;
 * the id_token's `exp` is its `iat` + 60 s; it has no `email` claim unless the tool's privacy
   settings share the e-mail address (the README's do not);
@@ -56,6 +78,7 @@ AGS_SCOPES = [
     "https://purl.imsglobal.org/spec/lti-ags/scope/score",
 ]
 TYPE_ID = "1"  # the id of the tool's registration for the site: its deployment id
+CONTAINER_TYPE = "application/vnd.ims.lis.v2.lineitemcontainer+json"
 
 
 @dataclass(frozen=True)
@@ -73,14 +96,17 @@ SANDBOX = Course("3", "SANDBOX", "Sandbox for teachers")
 
 @dataclass
 class Activity:
-    """An External tool activity of a course, with its grade item (Moodle's default max 100)."""
+    """An External tool activity of a course: its course module, LTI instance and grade item
+    (Moodle's default maximum grade 100)."""
 
     cmid: str
+    instance: str
     item: str
     lab: str
     title: str
     grademax: float = 100.0
     course: Course = ATTN
+    visible: bool = True
 
 
 @dataclass
@@ -106,7 +132,9 @@ class PlatformStandIn:
         self.tool = {}  # login_url, redirect_uri, jwks_url
         self.tamper = set()  # expired, forged, audience, nonce, issuer, deployment
         self.token_failure = None  # an HTTP status the token endpoint answers with
-        self.tokens, self.grades, self.received = set(), {}, []
+        self.permitted = set(AGS_SCOPES)  # grade sync and column management
+        self.highest = {"cmid": 0, "instance": 0, "item": 0}  # the ids of Moodle's tables
+        self.tokens, self.grades, self.received = {}, {}, []
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self.handler_class())
         self.url = f"http://127.0.0.1:{self.server.server_port}"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
@@ -146,12 +174,46 @@ class PlatformStandIn:
     def add_activity(self, activity):
         """Add an External tool activity."""
         self.activities[activity.cmid] = activity
+        for name in self.highest:
+            self.highest[name] = max(self.highest[name], int(getattr(activity, name)))
+        return activity
+
+    def delete_activity(self, activity):
+        """Delete an activity, as the course page's Delete: its grade item and grades go too."""
+        del self.activities[activity.cmid]
+        self.grades = {key: row for key, row in self.grades.items() if key[0] != activity.item}
+
+    def recreate_activity(self, activity):
+        """Delete an activity and add it again as it was: new course module, instance and grade
+        item (each the next id of its table), and an empty column."""
+        self.delete_activity(activity)
+        ids = {name: str(highest + 1) for name, highest in self.highest.items()}
+        return self.add_activity(Activity(**{**vars(activity), **ids}))
+
+    def set_grademax(self, activity, grademax, rescale=False):
+        """The activity's Maximum grade changed; existing grades rescaled only if `rescale`."""
+        for (item, _), row in self.grades.items():
+            if item == activity.item and rescale and row["grade"] is not None:
+                row["grade"] = round(row["grade"] * grademax / activity.grademax, 5)
+            if item == activity.item:
+                row["grademax"] = grademax
+        activity.grademax = grademax
+
+    def lineitems(self, course=ATTN):
+        """The course's line-items service URL, as the launches carry it."""
+        return f"{self.url}/mod/lti/services.php/{course.id}/lineitems?type_id={TYPE_ID}"
 
     def lineitem(self, activity):
         """The lineitem URL Moodle gives for an activity (with its query string)."""
         course = activity.course.id
         return f"{self.url}/mod/lti/services.php/{course}/lineitems/{activity.item}/lineitem" \
             f"?type_id={TYPE_ID}"  # fmt: skip
+
+    def lineitem_json(self, activity):
+        """An activity's line item as the line-items service lists it."""
+        return {"id": self.lineitem(activity), "label": activity.title,
+                "scoreMaximum": float(activity.grademax), "resourceId": "", "tag": "",
+                "resourceLinkId": activity.instance, "ltiLinkId": activity.instance}  # fmt: skip
 
     def login_url(self, person):
         """Moodle's login, reduced to a cookie naming the user (the stand-in trusts it)."""
@@ -162,8 +224,14 @@ class PlatformStandIn:
         return f"{self.url}/mod/lti/launch.php?id={activity.cmid}"
 
     def grade(self, activity, person):
-        """The grade Moodle holds for a person in an activity: {grade, feedback, ...} or None."""
-        return self.grades.get((activity.item, person.id))
+        """The grade Moodle holds for a person in an activity: {grade, feedback, ...}, or None
+        when there is none, or only an empty grade row."""
+        row = self.grades.get((activity.item, person.id))
+        return row if row and row["timestamp"] else None
+
+    def is_teacher(self, person):
+        """True when the person's roles let them see hidden activities."""
+        return any(role in person.roles for role in (INSTRUCTOR, ADMINISTRATOR))
 
     # -----------------------------------------------------------------------------------------
     # Messages
@@ -209,7 +277,7 @@ class PlatformStandIn:
             LTI + "resource_link": {
                 "title": activity.title,
                 "description": "",
-                "id": activity.cmid,
+                "id": activity.instance,
             },
             LTI + "launch_presentation": {
                 "locale": "en",
@@ -231,8 +299,7 @@ class PlatformStandIn:
             LTI + "custom": {"uname": person.username, "lab": activity.lab},
             AGS: {
                 "scope": AGS_SCOPES,
-                "lineitems": f"{self.url}/mod/lti/services.php/{course.id}/lineitems"
-                f"?type_id={TYPE_ID}",
+                "lineitems": self.lineitems(course),
                 "lineitem": self.lineitem(activity),
             },
             NRPS: {
@@ -278,9 +345,13 @@ class PlatformStandIn:
         if claims["iss"] != self.client_id or claims["sub"] != self.client_id:
             raise ValueError("invalid_client")
 
+    def activity_of(self, item):
+        """The activity whose grade item is `item`, or None."""
+        return next((a for a in self.activities.values() if a.item == item), None)
+
     def take_score(self, item, body):
         """Store a score as Moodle's gradebookservices does; (status, reason)."""
-        activity = next((a for a in self.activities.values() if a.item == item), None)
+        activity = self.activity_of(item)
         if activity is None:
             return 404, f"Not Found: Grade item {item} doesn't exist"
         score = json.loads(body)
@@ -289,7 +360,7 @@ class PlatformStandIn:
         if not required <= set(score) or not enrolled:
             return 400, f"Incorrect score received {' '.join(body.split())}"[:200]
         held = self.grades.get((item, score["userId"]))
-        if held and held["timestamp"] >= score["timestamp"]:
+        if held and held["timestamp"] and held["timestamp"] >= score["timestamp"]:
             return 409, f"Refusing score with an earlier timestamp for item {item} and user " \
                 f"{score['userId']}"  # fmt: skip
         given = score.get("scoreGiven")
@@ -303,7 +374,33 @@ class PlatformStandIn:
             "feedback": score.get("comment", ""),
             "timestamp": score["timestamp"],
         }
+        for other in self.activities.values():
+            if other.course == activity.course:
+                empty = {"grade": None, "grademax": other.grademax, "feedback": ""}
+                self.grades.setdefault((other.item, score["userId"]), {**empty, "timestamp": None})
         return 200, "OK"
+
+    def lineitems_json(self, course_id, filters):
+        """The course's line items for the tool, filtered as Moodle's get_lineitems does."""
+        ours = [a for a in self.activities.values() if a.course.id == course_id]
+        items = [self.lineitem_json(activity) for activity in ours]
+        keys = {"resource_link_id": "resourceLinkId", "resource_id": "resourceId", "tag": "tag"}
+        for name, key in keys.items():
+            if name in filters:
+                items = [item for item in items if item[key] == filters[name]]
+        return sorted(items, key=lambda item: int(item["id"].split("/lineitems/")[1].split("/")[0]))
+
+    def results_json(self, activity):
+        """The results of an activity's line item: its rows that hold a time (Moodle's)."""
+        rows = [(user, row) for (item, user), row in self.grades.items()
+                if item == activity.item and row["timestamp"]]  # fmt: skip
+        url = self.lineitem(activity)
+        base, query = url.split("?")
+        return [{"id": f"{base}/results?{query}&user_id={user}", "userId": user,
+                 **({"resultScore": row["grade"], "resultMaximum": row["grademax"],
+                     "comment": row["feedback"], "scoreOf": url, "timestamp": row["timestamp"]}
+                    if row["grade"] is not None else {})}
+                for user, row in sorted(rows)]  # fmt: skip
 
     def handler_class(self):
         """The HTTP handler, bound to this stand-in."""
@@ -403,6 +500,10 @@ class StandInHandler(BaseHTTPRequestHandler):
             return self.token(args)
         if path.startswith("/mod/lti/services.php/") and path.endswith("/lineitem/scores"):
             return self.scores(path)
+        if path.startswith("/mod/lti/services.php/") and path.endswith("/lineitem/results"):
+            return self.results(path)
+        if path.startswith("/mod/lti/services.php/") and path.endswith("/lineitems"):
+            return self.lineitems(path, args)
         return self.answer(404, "Not found")
 
     def launch(self, args):
@@ -410,6 +511,8 @@ class StandInHandler(BaseHTTPRequestHandler):
         person, activity = self.session_user(), self.stand_in.activities.get(args.get("id"))
         if person is None or activity is None:
             return self.answer(403, "Not logged in, or no such activity")
+        if not activity.visible and not self.stand_in.is_teacher(person):
+            return self.answer(403, "<p>Sorry, this activity is currently hidden</p>")
         form = self.stand_in.initiation_form(person, activity)
         self.answer(200, auto_post_form(self.stand_in.tool["login_url"], form, activity.title))
 
@@ -428,7 +531,9 @@ class StandInHandler(BaseHTTPRequestHandler):
         if wrong:
             return self.answer(400, f"invalid_request: {', '.join(wrong)}")
         cmid = json.loads(args.get("lti_message_hint") or "{}").get("cmid")
-        activity = stand_in.activities[cmid]
+        activity = stand_in.activities.get(cmid)
+        if activity is None:
+            return self.answer(400, "invalid_request: the activity no longer exists")
         token = stand_in.id_token(person, activity, args["nonce"])
         fields = {"id_token": token, "state": args.get("state", "")}
         self.answer(200, auto_post_form(args["redirect_uri"], fields, activity.title))
@@ -443,18 +548,51 @@ class StandInHandler(BaseHTTPRequestHandler):
             stand_in.check_assertion(args)
         except Exception:  # noqa: BLE001 - Moodle answers 400 to any bad assertion
             return self.json_answer(400, {"error": "invalid_client"}, as_moodle)
+        scopes = [s for s in args.get("scope", "").split(" ") if s in stand_in.permitted]
+        if not scopes:
+            return self.json_answer(400, {"error": "invalid_scope"}, as_moodle)
         token = secrets.token_hex(16)
-        stand_in.tokens.add(token)
-        scope = args.get("scope", "")
-        self.json_answer(200, {"access_token": token, "token_type": "Bearer",
-                               "expires_in": 3600, "scope": scope}, as_moodle)  # fmt: skip
+        stand_in.tokens[token] = set(scopes)
+        granted = {"access_token": token, "token_type": "Bearer", "expires_in": 3600,
+                   "scope": " ".join(scopes)}  # fmt: skip
+        self.json_answer(200, granted, as_moodle)
+
+    def token_scopes(self):
+        """The scopes of the request's bearer token (none for no token or an unknown one)."""
+        token = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
+        return self.stand_in.tokens.get(token, set())
+
+    def lineitems(self, path, args):
+        """<course>/lineitems: the course's line items for the tool (GET)."""
+        if not self.token_scopes() & {AGS_SCOPES[0], AGS_SCOPES[1]}:
+            return self.service_error(401, "Unauthorized")
+        accept = self.headers.get("Accept") or ""
+        if accept not in ("", CONTAINER_TYPE):
+            return self.service_error(400, "No context or unsupported content type")
+        course = path.split("/services.php/")[1].split("/")[0]
+        known = {a.course.id for a in self.stand_in.activities.values()}
+        known |= {course_id for course_id, _ in self.stand_in.enrolments}
+        if course not in known:
+            return self.service_error(404, f"Not Found: Course {course} doesn't exist")
+        items = self.stand_in.lineitems_json(course, args)
+        self.answer(200, json.dumps(items), f"{CONTAINER_TYPE}; charset=utf-8")
+
+    def results(self, path):
+        """<lineitem>/results: the line item's results (GET)."""
+        if AGS_SCOPES[2] not in self.token_scopes():
+            return self.service_error(403, "This resource does not support GET requests.")
+        item = path.split("/lineitems/")[1].split("/")[0]
+        activity = self.stand_in.activity_of(item)
+        if activity is None:
+            return self.service_error(404, f"Not Found: Grade item {item} doesn't exist")
+        results = self.stand_in.results_json(activity)
+        self.answer(200, json.dumps(results), "application/vnd.ims.lis.v2.resultcontainer+json")
 
     def scores(self, path):
         """<lineitem>/scores: store a score posted with a valid bearer token."""
         stand_in = self.stand_in
-        token = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
-        if token not in stand_in.tokens:
-            return self.service_error(401, "Unauthorized")
+        if AGS_SCOPES[3] not in self.token_scopes():
+            return self.service_error(401, "This resource does not support POST requests.")
         item = path.split("/lineitems/")[1].split("/")[0]
         stand_in.received.append({"path": self.path, "score": json.loads(self.body)})
         status, reason = stand_in.take_score(item, self.body)

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from lti_platform import ATTN, SANDBOX, Activity, Person, PlatformStandIn
+import requests
+from lti_platform import AGS_SCOPES, ATTN, SANDBOX, Activity, Person, PlatformStandIn
 
 from course.coursedir import gradebook_db, paths
 from course.lms import lti
@@ -21,9 +22,9 @@ from course.lms import lti
 LAB = "01_softmax"
 ADA = Person("3", "ada", "Ada", "Lovelace")
 ALAN = Person("4", "alan", "Alan", "Turing")
-ACTIVITY = Activity("7", "5", LAB, "Lab 01: softmax")
-OTHER = Activity("8", "6", "02_attention", "Lab 02: attention")
-ELSEWHERE = Activity("20", "40", LAB, "Lab 01 (sandbox course)", course=SANDBOX)
+ACTIVITY = Activity("7", "3", "5", LAB, "Lab 01: softmax")
+OTHER = Activity("8", "4", "6", "02_attention", "Lab 02: attention")
+ELSEWHERE = Activity("20", "12", "40", LAB, "Lab 01 (sandbox course)", course=SANDBOX)
 
 
 def add_submission(book, student, auto, written):
@@ -54,9 +55,11 @@ def record_launches(root, stand_in, launches, linked=ATTN):
     record = {"platform": platform, "launches": {}}
     for second, (student, person, activity) in enumerate(launches):
         users = record["launches"].setdefault(activity.course.id, {})
-        users.setdefault(student, {}).setdefault(activity.lab, {})[activity.cmid] = {
+        users.setdefault(student, {}).setdefault(activity.lab, {})[activity.instance] = {
             "sub": person.id,
             "lineitem": stand_in.lineitem(activity),
+            "lineitems": stand_in.lineitems(activity.course),
+            "scope": AGS_SCOPES,
             "time": f"2026-01-05T10:00:{second:02d}+00:00",
         }
     folder = lti.lti_folder(root)
@@ -129,15 +132,14 @@ def test_final_grades_are_sent_once_and_the_rest_is_listed(course):
     assert held["grade"] == 100.0 and held["grademax"] == 100.0  # 10 / 10, rescaled as Moodle
     assert held["feedback"].startswith(f"{LAB}: 10 / 10")
     score = stand_in.received[0]["score"]
-    assert score["scoreGiven"] == 10 and score["scoreMaximum"] == 10
+    assert score["scoreGiven"] == 100 and score["scoreMaximum"] == 100  # the LMS's maximum
     assert score["gradingProgress"] == "FullyGraded" and score["userId"] == ADA.id
     assert stand_in.received[0]["path"].endswith("/lineitems/5/lineitem/scores?type_id=1")
     assert stand_in.grade(ACTIVITY, ALAN) is None
     assert "written answers to grade in the formgrader first: alan" in report
-    assert (
-        "no lineitem (never launched 01_softmax from the LMS, or its activity takes no "
-        "grades): bea" in report
-    )
+    assert "never launched anything from the LMS course" in report
+    assert "their score goes once they open 01_softmax in the LMS): bea" in report
+    assert 'column in the LMS: "Lab 01: softmax" (each score sent as its share of 100)' in report
     assert "not graded (see make autograde): cy" in report
     assert report.startswith(f"{LAB}: 1 score sent to the LMS, 0 unchanged")
     again_ok, again = lti.send_grades(LAB, root)
@@ -153,7 +155,7 @@ def test_a_provisional_score_says_so_and_moodle_keeps_only_its_comment(course):
     assert ok and "sent alan: 6 / 10, provisional (PendingManual)" in report
     sent = {r["score"]["userId"]: r["score"] for r in stand_in.received}
     assert sent[ALAN.id]["gradingProgress"] == "PendingManual"
-    assert sent[ALAN.id]["scoreGiven"] == 6
+    assert sent[ALAN.id]["scoreGiven"] == 60 and sent[ALAN.id]["scoreMaximum"] == 100
     held = stand_in.grade(ACTIVITY, ALAN)
     assert held["grade"] is None and "Provisional: 1 written answer still" in held["feedback"]
     with gradebook_db.open_gradebook(root) as book:
@@ -182,16 +184,41 @@ def test_a_failing_token_endpoint_loses_no_grade(course, status):
     assert ok and stand_in.grade(ACTIVITY, ADA)["grade"] == 100.0
 
 
-def test_a_lineitem_that_no_longer_exists_fails_alone(course):
+def test_a_score_goes_to_the_current_column_when_the_last_launch_s_is_gone(course):
     root, stand_in = course
-    gone = Activity("9", "66", LAB, "Lab 01 (deleted)")
+    gone = Activity("9", "8", "66", LAB, "Lab 01 (deleted)")
     record_launches(root, stand_in, [("ada", ADA, gone), ("alan", ALAN, ACTIVITY)])
     ok, report = lti.send_grades(LAB, root, provisional=True)
     print(report)
+    assert ok and report.startswith(f"{LAB}: 2 scores sent")
+    assert "01_softmax's activity was re-created in the LMS" in report
+    assert stand_in.grade(ACTIVITY, ADA)["grade"] == 100.0
+    assert all("/lineitems/66/" not in r["path"] for r in stand_in.received)
+    assert lti.read_sent(root, LAB)["ada"]["lineitem"] == stand_in.lineitem(ACTIVITY)
+
+
+class DeletingSession(requests.Session):
+    """A session during which the teacher deletes the activity, just before the first score."""
+
+    def __init__(self, stand_in, activity):
+        super().__init__()
+        self.stand_in, self.activity = stand_in, activity
+
+    def request(self, method, url, *args, **kwargs):
+        """Delete the activity before posting a score."""
+        if url.split("?")[0].endswith("/scores") and self.activity.cmid in self.stand_in.activities:
+            self.stand_in.delete_activity(self.activity)
+        return super().request(method, url, *args, **kwargs)
+
+
+def test_a_column_deleted_during_the_run_gets_moodles_404_and_what_to_do(course):
+    root, stand_in = course
+    ok, report = lti.send_grades(LAB, root, session=DeletingSession(stand_in, ACTIVITY))
+    print(report)
     assert not ok
-    assert "NOT SENT ada (kept for the next run):" in report
-    assert "answered 404 Not Found: Grade item 66 doesn't exist" in report
-    assert stand_in.grade(ACTIVITY, ALAN) is not None  # Alan's went through
+    assert "NOT SENT ada (kept for the next run): 01_softmax's column was deleted" in report
+    assert "open 01_softmax's activity in the LMS course once, as the teacher" in report
+    assert "answered 404 Not Found: Grade item 5 doesn't exist" in report
     assert "ada" not in lti.read_sent(root, LAB)
 
 
@@ -235,9 +262,7 @@ def test_grades_go_only_to_the_linked_courses_lineitems(course):
     assert ok and stand_in.grade(ACTIVITY, ADA)["grade"] == 100.0
     assert stand_in.grade(ELSEWHERE, ADA) is None and stand_in.grade(ELSEWHERE, ALAN) is None
     assert all("/lineitems/40/" not in r["path"] for r in stand_in.received)
-    assert "never launched 01_softmax from the LMS, or its activity takes no grades): alan" in (
-        report
-    )
+    assert "their score goes once they open 01_softmax in the LMS): alan" in report
 
 
 def test_the_linked_course_changes_where_grades_go(course):
@@ -249,18 +274,18 @@ def test_the_linked_course_changes_where_grades_go(course):
     assert stand_in.grade(ACTIVITY, ADA) is None
 
 
-def test_a_score_is_taken_with_or_without_the_lineitems_type_id(course):
+def test_the_column_is_found_by_resource_link_whatever_lineitem_a_launch_carried(course):
     root, stand_in = course
     record_launches(root, stand_in, [("ada", ADA, ACTIVITY)])
     path = lti.lti_folder(root) / lti.LAUNCHES_FILE
     record = json.loads(path.read_text())
-    launch = record["launches"][ATTN.id]["ada"][LAB][ACTIVITY.cmid]
+    launch = record["launches"][ATTN.id]["ada"][LAB][ACTIVITY.instance]
     launch["lineitem"] = launch["lineitem"].split("?")[0]
     path.write_text(json.dumps(record))
     ok, report = lti.send_grades(LAB, root)
     print(report)
-    assert ok and stand_in.received[0]["path"].endswith("/lineitems/5/lineitem/scores")
-    assert stand_in.grade(ACTIVITY, ADA)["grade"] == 100.0
+    assert ok and stand_in.received[0]["path"].endswith("/lineitems/5/lineitem/scores?type_id=1")
+    assert stand_in.grade(ACTIVITY, ADA)["grade"] == 100.0 and "re-created" not in report
 
 
 def test_a_student_not_enrolled_in_the_lineitems_course_gets_moodles_answer(course):

@@ -76,8 +76,8 @@ TA = "attn-ta"  # a teacher in the LMS, with a Unix account outside the students
 PEOPLE |= {
     TA: Person("9", TA, "Katherine", "Johnson", [INSTRUCTOR]),
 }
-ACTIVITY = Activity("7", "5", LAB, "Lab 01: softmax")
-ELSEWHERE = Activity("20", "40", LAB, "Lab 01 (sandbox course)", course=SANDBOX)
+ACTIVITY = Activity("7", "3", "5", LAB, "Lab 01: softmax")
+ELSEWHERE = Activity("20", "12", "40", LAB, "Lab 01 (sandbox course)", course=SANDBOX)
 REFUSED = "This launch from your LMS was refused"
 LTI_GRADES = ["-m", "course.lms.lti", "grades", LAB]
 
@@ -290,7 +290,7 @@ def test_the_launch_lands_in_the_students_own_server_with_the_lab_open(flow, lti
     assert url.split("?")[0].endswith(f"/user/{ADA}/lab/tree/{LAB}/{NOTEBOOK}")
     record = lti_class.launches()
     assert record["platform"]["token_url"] == lti_class.stand_in.endpoints["token_url"]
-    ada = record["launches"][ATTN.id][ADA][LAB][ACTIVITY.cmid]
+    ada = record["launches"][ATTN.id][ADA][LAB][ACTIVITY.instance]  # Moodle's resource link
     assert ada["sub"] == PEOPLE[ADA].id
     assert ada["lineitem"] == lti_class.stand_in.lineitem(ACTIVITY)
     state = lti_class.hub.api("GET", f"/users/{ADA}")["auth_state"]
