@@ -209,7 +209,7 @@ def merge_heads(x):
         name="layer_repairs_nan_with_masked_fill",
         cell="multi_head_attention",
         code=_layer_with(_EMPTY_ROW_SCORES, ""),
-        message="a NaN was created and then repaired (nan_to_num / masked_fill after the softmax)",
+        message="a NaN was created and then repaired (nan_to_num, or masked_fill / where over it)",
     ),
     Mistake(
         name="layer_repairs_nan_with_nan_to_num",
@@ -217,5 +217,13 @@ def merge_heads(x):
         code=_layer_with(_EMPTY_ROW_SCORES, "", _EMPTY_ROW_WEIGHTS,
                          "        weights = weights.nan_to_num(0.0)\n"),
         message="the course's rule is to never create it",
+    ),
+    Mistake(
+        name="layer_makes_nan_in_place_and_repairs_it",
+        cell="multi_head_attention",
+        code=_layer_with(_EMPTY_ROW_SCORES, "            scores = scores.clone()\n"
+                         "            scores.sub_(scores.amax(-1, keepdim=True).detach())\n"
+                         "            scores = scores.nan_to_num(nan=0.0)\n"),
+        message="(`sub_` returned a NaN for a query with no allowed key)",
     ),
 ]

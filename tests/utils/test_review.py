@@ -622,6 +622,57 @@ def test_an_exercise_lists_the_call_it_reimplements_only_in_its_own_cell():
     assert findings(elsewhere, policy, modules) == []
 
 
+# One rule in every lab: a cell a student writes calls none of the course's own answers in utils.
+WRAPS_A_COURSE_ANSWER = {
+    "05_masks": '''
+from utils.transformer import masked_softmax as course_masked_softmax
+
+
+def masked_softmax(scores, mask, dim=-1):
+    """Softmax over the allowed positions."""
+    return course_masked_softmax(scores.movedim(dim, -1), mask.movedim(dim, -1)).movedim(-1, dim)
+''',
+    "08_transformer_block": '''
+import utils.transformer
+
+
+def apply_rope(x, start=0, base=10000.0):
+    """RoPE of x (N, n_heads, L, d_head)."""
+    return utils.transformer.rotate(x, base=base, start=start)
+''',
+    "10_tiny_gpt": '''
+def attention(q, k, v, mask=None, causal=False, rope=False):
+    """Attention by the course's masked_softmax, which the setup cell imports."""
+    weights = masked_softmax(q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5, mask)
+    return weights @ v, weights
+''',
+    "02_dot_product": '''
+import utils
+
+
+def packed_attention(queries, keys, values, mask):
+    """Attention of packed queries by the lecture's model."""
+    return utils.gpt.masked_attention(queries, keys, values, mask)
+''',
+}
+
+
+@pytest.mark.parametrize("assignment", sorted(WRAPS_A_COURSE_ANSWER))
+def test_every_lab_lists_a_call_of_the_course_s_own_answer(assignment):
+    policy, modules = lab_policy(assignment), lab_modules(assignment)
+    listed = findings(WRAPS_A_COURSE_ANSWER[assignment], policy, modules)
+    assert listed and all(FORBIDDEN_CALL.fullmatch(finding) for finding in listed), listed
+
+
+def test_a_lab_may_give_its_students_a_course_answer_to_build_with():
+    source = "def encode(source, lengths):\n    return source_mask(lengths, source.shape[1])\n"
+    modules = {"source_mask": "utils.seq2seq.source_mask"}
+    assert findings(source, lab_policy("05_masks"), modules) == [
+        "line 2: it calls source_mask, which this lab forbids"
+    ]
+    assert findings(source, lab_policy("06_seq2seq_attention"), modules) == []
+
+
 def test_findings_are_in_line_order_without_repeats():
     source = "x = 1\nimport os\nimport os\ny = eval('1')\n"
     assert findings(source, SOFTMAX_LAB, MODULES) == [
