@@ -419,7 +419,7 @@ class Delivery:
     failed: list  # (student, why it was not sent and what to do)
     final_kept: list  # provisional scores held back: a final one is in the LMS
     columns: list = field(default_factory=list)  # the lab's columns in the LMS course
-    moved: bool = False  # a column that the lab's earlier launches carried is gone
+    moved: bool = False  # a column that scores went to before is gone
 
     def fail(self, students, why):
         """Record the same reason for several students."""
@@ -463,10 +463,9 @@ def deliver(assignment, root, platform, grades, course, outcome, session=None,
         return outcome.fail([grade.student for grade in grades], str(error))
     links, users = lab_links(course, assignment), lms_users(course)
     outcome.columns = lab_columns(columns, links)
-    current = {bare(column.url) for column in columns}
-    outcome.moved = any(bare(link["lineitem"]) not in current for link in links.values()
-                        if link.get("lineitem"))  # fmt: skip
-    sent = read_sent(root, assignment)
+    sent, current = read_sent(root, assignment), {bare(column.url) for column in columns}
+    outcome.moved = any(bare(sent[g.student]["lineitem"]) not in current for g in grades
+                        if g.student in sent)  # fmt: skip
     timestamp = datetime.now(UTC).isoformat(timespec="milliseconds")
     headers = {"Authorization": f"Bearer {token}", "Content-Type": SCORE_TYPE}
     for grade in grades:
@@ -574,8 +573,8 @@ def report(assignment, outcome, never, not_graded, held, grades):
                  else "it gives no maximum: each score sent out of the lab's points")  # fmt: skip
         lines.append(f'  the lab\'s column in the LMS: "{column.label}" ({share})')
     if outcome.moved and outcome.columns:
-        lines.append(f"  {assignment}'s activity was re-created in the LMS: the column of earlier "
-                     "launches is gone, and every score goes to the current one")  # fmt: skip
+        lines.append(f"  {assignment}'s activity was re-created in the LMS: the column scores went "
+                     "to before is gone, and every score goes to the current one")  # fmt: skip
     for student in outcome.sent:
         grade = by_student[student]
         state = "provisional (PendingManual)" if grade.pending else "final (FullyGraded)"

@@ -188,6 +188,8 @@ def test_a_score_goes_to_the_current_column_when_the_last_launch_s_is_gone(cours
     root, stand_in = course
     gone = Activity("9", "8", "66", LAB, "Lab 01 (deleted)")
     record_launches(root, stand_in, [("ada", ADA, gone), ("alan", ALAN, ACTIVITY)])
+    sent = {"lineitem": stand_in.lineitem(gone), "score": {"gradingProgress": "FullyGraded"}}
+    lti.write_sent(root, LAB, {"ada": sent})  # what went to the deleted column
     ok, report = lti.send_grades(LAB, root, provisional=True)
     print(report)
     assert ok and report.startswith(f"{LAB}: 2 scores sent")
