@@ -27,8 +27,9 @@ PAGE = """<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>Grades to the LMS (LTI)</title></head>
 <body><h1>Grades to the LMS (LTI 1.3)</h1>
 <p id="linked">{linked}</p>
-<p>Each button sends the lab's grades to the lineitems its students launched it from, in that
-LMS course only.</p>
+<p>Each button sends the lab's grades to the lab's column in that LMS course only: the column
+of the activity the lab was launched from. After deleting and adding an activity again, open it
+once in the LMS, then send.</p>
 {report}<table>{rows}</table></body></html>"""
 LINKED = """This course is linked to the LMS course <b>{name}</b> (deployment {deployment}, linked
 by {by} on {time}): the hub refuses launches from any other LMS course. To move the course to

@@ -17,9 +17,10 @@ platform's keys, its issuer, audience, age and nonce). Here, on top of it:
   instructor or teaching assistant lands on the lab's page of the formgrader (the course's
   grades page when the launch names no lab), in the instructor's server;
 * each launch is recorded in the course's private folder, `<course>/lti/launches.json`: the
-  platform and, per LMS course, user, lab and resource link, the `sub` and the AGS lineitem
-  the launch carried. That is what course/lms/lti.py sends grades with; the id_token itself is
-  also the user's auth_state (read with `admin:auth_state`), but only the latest launch's;
+  platform and, per LMS course, user, lab and resource link, the `sub`, the AGS lineitem and
+  the course's line-items service the launch carried. With these course/lms/lti.py finds each
+  lab's column and each student; the id_token itself is also the user's auth_state (read with
+  `admin:auth_state`), but only the latest launch's;
 * the course's key pair (`<course>/lti/tool_key.pem`, made on first use, owned by the
   instructor) signs the grade sender's token requests; the hub serves its public half as a
   JWKS at /hub/lti/jwks, the tool's "Public keyset URL".
