@@ -9,7 +9,8 @@ student's markdown was made inert by `pages.CleanSubmission`); only its text cha
 template sanitizes that HTML afterwards (nbconvert's `clean_html`), each formula that is
 presentation MathML only is set aside and put back after the sanitizing. Math in
 code, preformatted text and code blocks stays as it is, as MathJax would leave it. A formula is
-kept as TeX when it holds a command that makes links or HTML (`pages.ACTIVE_TEX`), when it
+kept as TeX when it holds a command that makes links or HTML (`pages.ACTIVE_TEX`), when it is
+longer than MAX_FORMULA_CHARACTERS (converting costs many times its size), when it
 cannot be converted, or when its MathML holds anything besides presentation elements and their
 layout attributes. The pages load no MathJax: `templates/base/mathjax.html.j2` replaces
 nbconvert's `mathjax` macro by one that loads nothing.
@@ -40,6 +41,7 @@ MATH = re.compile(
     r"|\\\((?P<paren>.+?)\\\)|(?<![\\$])\$(?P<inline>[^$]+?)(?<!\\)\$",
     re.DOTALL,
 )
+MAX_FORMULA_CHARACTERS = 5_000  # a longer formula stays TeX: the course's longest has 200
 LEFT_AS_IS = frozenset({"pre", "code", "script", "style", "textarea"})
 MATHML_TAGS = frozenset(
     "math mrow mi mn mo ms mtext mspace msub msup msubsup munder mover munderover mfrac msqrt "
@@ -102,7 +104,7 @@ def formula_as_mathml(match):
     tex = next(group for group in match.group("display", "bracket", "environment", "paren",
                                               "inline") if group is not None)  # fmt: skip
     display = match.group("inline") is None and match.group("paren") is None
-    if ACTIVE_TEX.search(tex):
+    if len(tex) > MAX_FORMULA_CHARACTERS or ACTIVE_TEX.search(tex):
         return None
     try:
         mathml = convert(tex.strip(), display="block" if display else "inline")

@@ -37,6 +37,8 @@ EMBEDDED_IMAGE = re.compile(r"data:image/(png|jpeg|gif);base64,[A-Za-z0-9+/=\s]*
 CONTROL_OR_SPACE = re.compile(r"[\x00-\x20\x7f]+")
 # MathJax commands that make links, load extensions or set HTML attributes.
 ACTIVE_TEX = re.compile(r"\\(href|url|require|unicode|class|cssId|style|html|data)(?![A-Za-z])")
+# A longer markdown cell is shown as its source, unrendered: rendering costs many times its size.
+MAX_MARKDOWN_CHARACTERS = 100_000
 AS_TEXT_NOTE = (
     "*(This cell holds HTML, a link or an image that a page could run or fetch, so it is shown "
     "as text.)*"
@@ -159,7 +161,12 @@ def shown_attachments(attachments):
 
 
 def markdown_is_inert(source, attachments):
-    """True when markdown renders (as nbconvert renders it) to markdown's own safe HTML only."""
+    """True when markdown renders (as nbconvert renders it) to markdown's own safe HTML only.
+
+    A source over MAX_MARKDOWN_CHARACTERS is not rendered here: it is shown as text.
+    """
+    if len(source) > MAX_MARKDOWN_CHARACTERS:
+        return False
     renderer = IPythonRenderer(escape=False, attachments=attachments)
     try:
         html, state = MarkdownWithMath(renderer=renderer).parse(source)

@@ -6,7 +6,10 @@ cell; `pages.ShowFindings` then shows them, as text, above the formgrader and fe
 """
 
 import copy
+import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -20,7 +23,7 @@ from course.coursedir.scratch import fill, solution_cells
 from course.grading.preprocessors.feedback import FeedbackExporter
 from course.grading.preprocessors.findings import FINDINGS_KEY, ListFindings, submission_findings
 from course.grading.preprocessors.pages import ShowFindings
-from utils.review import LabPolicy
+from utils.review import MAX_READ_CHARACTERS, LabPolicy
 
 LAB = "01_softmax"
 NOTEBOOK = paths.lab_filename(LAB)
@@ -189,3 +192,54 @@ def test_the_pages_show_the_findings_as_text(render, config, request):
     assert "[a](javascript:alert(1))" in html
     assert "<script>window.pwned" not in html and "<img src=x" not in html
     assert 'href="javascript' not in html
+
+
+# A correct softmax cell that also holds a list literal of `size` characters: what the grader's
+# findings add to its peak memory (MiB) beyond holding the notebook, and what they list.
+LARGE_CELL_FINDINGS = """
+import gc, json, sys
+from nbformat.v4 import new_code_cell, new_notebook
+from course.grading.preprocessors.findings import submission_findings
+from utils.review import LabPolicy
+
+def kilobytes(field):
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith(field + ":"))
+
+size = int(sys.argv[1])
+source = "CONSTANTS = [" + "1, " * (size // 3) + "]\\n" + sys.argv[2]
+nb = new_notebook(cells=[new_code_cell(source)])
+gc.collect()
+with open("/proc/self/clear_refs", "w") as clear:
+    clear.write("5")  # the peak resident memory starts again from the current one
+before = kilobytes("VmRSS")
+found = submission_findings(nb, {}, LabPolicy(forbidden_calls=frozenset({"softmax"})))
+print(json.dumps([(kilobytes("VmHWM") - before) / 1024, found]))
+"""
+FINDINGS_MEMORY_LIMIT_MIB = 256
+
+
+def large_cell_findings(size):
+    """(peak growth in MiB, findings) of a correct softmax cell with `size` characters more."""
+    result = subprocess.run(
+        [sys.executable, "-c", LARGE_CELL_FINDINGS, str(size), FORBIDDEN_SOFTMAX],
+        capture_output=True, text=True, check=True, timeout=600,
+    )  # fmt: skip
+    return json.loads(result.stdout)
+
+
+@pytest.mark.parametrize("size", [4_000_000, 100_000_000], ids=["4 MB", "100 MB"])
+def test_a_cell_too_large_to_be_read_is_a_finding_and_costs_the_grader_little(size):
+    growth, found = large_cell_findings(size)
+    print(f"a cell of {size:,} characters: findings add {growth:.0f} MiB to the grader's peak")
+    assert growth < FINDINGS_MEMORY_LIMIT_MIB, growth
+    assert len(found) == 1
+    assert found[0].startswith("cell 1, line 1: it is too large to be read (")
+    assert f"cells of up to {MAX_READ_CHARACTERS:,} are read" in found[0]
+
+
+def test_a_cell_just_under_the_size_read_is_read_whole():
+    padding = MAX_READ_CHARACTERS - len(FORBIDDEN_SOFTMAX) - len("CONSTANTS = [\n]") - 3
+    growth, found = large_cell_findings(padding)
+    assert found == ["cell 1, line 3: it calls softmax, which this lab forbids"], found
+    assert growth < FINDINGS_MEMORY_LIMIT_MIB, growth

@@ -3,6 +3,7 @@
 import pytest
 
 from course.grading.preprocessors.mathml import (
+    MAX_FORMULA_CHARACTERS,
     clean_html_keeping_mathml,
     is_presentation_mathml,
     math_as_mathml,
@@ -61,3 +62,10 @@ def test_sanitizing_keeps_the_mathml_and_escapes_the_rest():
     cleaned = clean_html_keeping_mathml(f"<div>{formula}{hostile}</div>")
     assert cleaned.startswith(f"<div>{formula}")
     assert "<mi href" not in cleaned and "<script" not in cleaned
+
+
+def test_a_formula_longer_than_the_budget_stays_tex_and_one_within_it_converts():
+    within = "+".join(["x"] * ((MAX_FORMULA_CHARACTERS - 1) // 2))
+    assert "<math" in math_as_mathml(f"<p>${within}$</p>")
+    too_long = within + "+y+z"  # a nest of fractions this long would cost many times its size
+    assert math_as_mathml(f"<p>${too_long}$</p>") == f"<p>${too_long}$</p>"

@@ -26,7 +26,12 @@ from course.coursedir.scratch import solution_cells
 from course.grading.preprocessors.feedback import FeedbackExporter
 from course.grading.preprocessors.output_budget import BudgetedOutputs, OutputBudget, size_text
 from course.grading.preprocessors.output_limits import Budget, LimitOutputSize, cut_output
-from course.grading.preprocessors.pages import AS_TEXT_NOTE, CleanSubmission, markdown_is_inert
+from course.grading.preprocessors.pages import (
+    AS_TEXT_NOTE,
+    MAX_MARKDOWN_CHARACTERS,
+    CleanSubmission,
+    markdown_is_inert,
+)
 from course.lms import feedback_zip
 
 LAB = "01_softmax"
@@ -512,3 +517,12 @@ def test_a_budget_needs_limits_of_zero_characters_or_more():
 )
 def test_what_was_cut_is_told_as_a_size_a_person_reads(characters, shown):
     assert size_text(characters) == shown
+
+
+def test_a_markdown_cell_too_large_to_render_is_shown_as_text_unrendered():
+    within = "*fine* " * ((MAX_MARKDOWN_CHARACTERS - 1) // 7)
+    assert markdown_is_inert(within, {})
+    nb = new_notebook(cells=[new_markdown_cell(within + "*and more*")])
+    cleaned, _ = CleanSubmission().preprocess(nb, {})
+    assert cleaned.cells[0].source.startswith(AS_TEXT_NOTE)
+    assert within in cleaned.cells[0].source
