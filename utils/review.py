@@ -2,7 +2,8 @@
 
 The tests compute your points. Beside them, the grader reads each cell you
 wrote and lists, for your instructor, what a lab asks you not to use: an import outside the
-lab's modules, a call the lab forbids (`torch.softmax` in the softmax lab), a reach into
+lab's modules, a call the lab forbids (`torch.softmax` in the softmax lab, and in every lab
+the course's own answers in `utils`, such as `utils.transformer.masked_softmax`), a reach into
 files, processes or the interpreter, and a call that runs code from a string or a pickle
 (`eval`, `typing.get_type_hints`, `timeit`, `pickle.loads`, `np.load(..., allow_pickle=True)`).
 A string literal that such a call runs, and a string annotation, is read as code too.
@@ -240,6 +241,50 @@ RUNS_CODE = {
     "pkgutil.resolve_name": (BY_A_NAME, "pkgutil imports what a dotted name in a string names"),
     "unittest.mock.patch": (BY_A_NAME, "mock replaces what a dotted name in a string names"),
 }
+# The course's own answers: what `utils` holds that computes a lab's exercise (the lectures' models
+# and their parts). A cell a student writes calls none of them, in every lab, but those its lab
+# gives (`given` in its policy): the tests use them as references.
+COURSE_ANSWERS = frozenset({
+    "utils.encoder_decoder.AttentionSublayer",
+    "utils.encoder_decoder.DecoderLayer",
+    "utils.encoder_decoder.DecoderStack",
+    "utils.encoder_decoder.EncoderLayer",
+    "utils.encoder_decoder.EncoderStack",
+    "utils.encoder_decoder.Lesson06Attention",
+    "utils.encoder_decoder.Seq2SeqTransformer",
+    "utils.encoder_decoder.feed_forward",
+    "utils.encoder_decoder.to_torch",
+    "utils.encoder_decoder.train_squares",
+    "utils.gpt.Block",
+    "utils.gpt.LayerCache",
+    "utils.gpt.RotarySelfAttention",
+    "utils.gpt.TinyGPT",
+    "utils.gpt.generate",
+    "utils.gpt.masked_attention",
+    "utils.gpt.next_token_probabilities",
+    "utils.gpt.sample_next",
+    "utils.gpt.sequence_loss",
+    "utils.gpt.train_gpt",
+    "utils.interactive.attend_one",
+    "utils.interactive.bilinear_matrix",
+    "utils.interactive.masked_weights",
+    "utils.interactive.online_softmax_trace",
+    "utils.interactive.padding_and_causal_mask",
+    "utils.interactive.sampling_distribution",
+    "utils.interactive.temperature_weights",
+    "utils.recipe.train_seq2seq",
+    "utils.seq2seq.Encoder",
+    "utils.seq2seq.last_step",
+    "utils.seq2seq.source_mask",
+    "utils.training.fit",
+    "utils.training.one_cycle_steps",
+    "utils.transformer.RotaryEncoderLayer",
+    "utils.transformer.TinyCausalLM",
+    "utils.transformer.causal_mask",
+    "utils.transformer.masked_softmax",
+    "utils.transformer.rope_frequencies",
+    "utils.transformer.rotate",
+})
 # Builtins that run code from a string, when a cell calls them.
 RUNS_CODE_BUILTINS = {
     "eval": (FROM_A_STRING, "eval evaluates an expression written in a string"),
@@ -364,12 +409,14 @@ class LabPolicy:
     """What a lab asks students not to use: its modules, and the calls it forbids.
 
     `forbidden_in` maps the name of a function or class an exercise asks for to the calls
-    forbidden in the cell that defines it (the references that exercise reimplements).
+    forbidden in the cell that defines it (the references that exercise reimplements). Every
+    lab forbids the COURSE_ANSWERS but those it gives its students to build with (`given`).
     """
 
     allowed_modules: tuple = DEFAULT_MODULES
     forbidden_calls: frozenset = frozenset()
     forbidden_in: dict = field(default_factory=dict)
+    given: frozenset = frozenset()
 
     @classmethod
     def from_metadata(cls, metadata):
@@ -377,16 +424,24 @@ class LabPolicy:
         policy = metadata.get("course", {}).get(POLICY_KEY)
         if policy is None:
             return cls()
-        unknown = set(policy) - {"allowed_modules", "forbidden_calls", "forbidden_in"}
+        unknown = set(policy) - {"allowed_modules", "forbidden_calls", "forbidden_in", "given"}
         if unknown:
             raise ValueError(f"a lab policy has allowed_modules, forbidden_calls, forbidden_in, "
-                             f"not {sorted(unknown)}")
+                             f"given, not {sorted(unknown)}")
         return cls(
             allowed_modules=tuple(policy.get("allowed_modules", DEFAULT_MODULES)),
             forbidden_calls=frozenset(policy.get("forbidden_calls", ())),
             forbidden_in={name: frozenset(calls)
                           for name, calls in policy.get("forbidden_in", {}).items()},
+            given=frozenset(policy.get("given", ())),
         )
+
+    def course_answer(self, dotted):
+        """The name of the course's answer that a dotted name is or holds, or None if given."""
+        for answer in COURSE_ANSWERS - self.given:
+            if dotted == answer or dotted.startswith(f"{answer}."):
+                return answer.rsplit(".", 1)[1]
+        return None
 
     def calls_forbidden_in(self, source):
         """(lab-wide forbidden calls, those forbidden in this cell's exercise) for a cell."""
@@ -482,6 +537,9 @@ class _Reader(ast.NodeVisitor):
 
     def check_dotted(self, node, dotted, imported=False):
         """Note an import or a use of an imported name that leaves the lab's modules."""
+        answer = self.policy.course_answer(dotted)
+        if answer is not None:
+            self.note(node, f"it calls {answer}, which this lab forbids")
         runs = self.runs_code(node, dotted)
         if not self.policy.allows(dotted):
             if imported:
@@ -606,6 +664,9 @@ class _Reader(ast.NodeVisitor):
     def visit_Name(self, node):
         if node.id in ESCAPE_ATTRIBUTES and node.id not in self.bound:
             self.note(node, f"it uses {node.id}, which reaches the interpreter's internals")
+        answer = self.policy.course_answer(self.modules.get(node.id, ""))
+        if answer is not None and isinstance(node.ctx, ast.Load) and node.id not in self.bound:
+            self.note(node, f"it calls {answer}, which this lab forbids")
 
     def visit_Constant(self, node):
         if not isinstance(node.value, str):
