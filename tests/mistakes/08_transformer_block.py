@@ -269,7 +269,7 @@ MISTAKES = [
 """, """    weights = torch.softmax(scores, dim=-1)
     weights = torch.where(torch.isnan(weights), torch.zeros_like(weights), weights)
 """),
-        message="a NaN was created and then repaired (nan_to_num / masked_fill after the softmax)",
+        message="a NaN was created and then repaired (nan_to_num, or masked_fill / where over it)",
     ),
     Mistake(
         name="attention_repairs_nan_with_masked_fill",
@@ -277,6 +277,16 @@ MISTAKES = [
         code=_with(_ATTENTION, """    scores = scores.masked_fill(~has_key, 0.0)
 """, ""),
         message="the course's rule is to never create it",
+    ),
+    Mistake(
+        name="attention_makes_nan_in_place_and_repairs_it",
+        cell="attention",
+        code=_with(_ATTENTION, """    scores = scores.masked_fill(~has_key, 0.0)
+""", """    scores = scores.clone()
+    scores.sub_(scores.amax(-1, keepdim=True))  # -inf - (-inf) on a row with no key: NaN
+    scores = scores.nan_to_num(nan=0.0)
+"""),
+        message="(`sub_` returned a NaN",
     ),
     Mistake(
         name="attention_accepts_more_queries_than_keys",
