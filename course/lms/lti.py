@@ -170,9 +170,9 @@ def lms_users(launches):
 def lab_links(launches, assignment):
     """The activities a lab was launched from, by anyone: {resource link: its latest launch}."""
     links = {}
-    for user, lab, link, launch in launches:
+    for _, lab, link, launch in launches:
         if lab == assignment and (link not in links or launch["time"] > links[link]["time"]):
-            links[link] = {**launch, "user": user}
+            links[link] = launch
     return links
 
 
@@ -524,11 +524,11 @@ def column_for(student, columns, course, assignment):
     student launched last; None when there is none, or several and they launched none."""
     if len(columns) == 1:
         return columns[0]
-    mine = sorted(((launch["time"], link, launch["lineitem"]) for user, lab, link, launch in course
-                   if user == student and lab == assignment), reverse=True)  # fmt: skip
+    mine = sorted(((launch["time"], link, launch.get("lineitem", "")) for user, lab, link, launch
+                   in course if user == student and lab == assignment), reverse=True)  # fmt: skip
     for _, link, lineitem in mine:
         for column in columns:
-            if column.link == link or bare(column.url) == bare(lineitem):
+            if column.link == link or (lineitem and bare(column.url) == bare(lineitem)):
                 return column
     return None
 
@@ -538,7 +538,7 @@ def unplaced(assignment, columns, links):
     if columns:
         labels = ", ".join(f'"{column.label}"' for column in columns)
         return (f"{assignment} has {len(columns)} activities in the LMS course ({labels}), and "
-                "this student never opened one of them: delete the extra one in the LMS, or "
+                "this student opened none of them: delete the extra one in the LMS, or "
                 f"ask the student to open {assignment} once")  # fmt: skip
     if not links:
         return f"no activity of {assignment} was ever opened from the LMS course: " + \

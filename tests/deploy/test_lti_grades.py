@@ -112,6 +112,34 @@ def test_scores_go_to_the_lineitem_path_before_its_query():
     )
 
 
+class Listing:
+    """A session whose every request answers with the same list of line items."""
+
+    def __init__(self, items):
+        self.items = items
+
+    def request(self, method, url, **kwargs):
+        """The answer: 200, the items as JSON, no next page."""
+        answer = requests.Response()
+        answer.status_code, answer._content = 200, json.dumps(self.items).encode()
+        return answer
+
+
+def test_only_line_items_of_the_services_own_site_are_columns():
+    site = "https://moodle.example/mod/lti/services.php/2/lineitems"
+    items = [
+        {"id": f"{site}/5/lineitem", "label": "Lab 01", "scoreMaximum": 50, "resourceLinkId": "3"},
+        {"id": "https://elsewhere.example/5/lineitem", "label": "Lab 01", "resourceLinkId": "3"},
+        {"id": f"{site}/6/lineitem", "label": "Lab 02", "scoreMaximum": 0, "ltiLinkId": "4"},
+        "not a line item",
+    ]
+    columns = lti.read_columns(Listing(items), f"{site}?type_id=1", "token")
+    assert columns == [
+        lti.Column(f"{site}/5/lineitem", "Lab 01", 50.0, "3"),
+        lti.Column(f"{site}/6/lineitem", "Lab 02", None, "4"),
+    ]
+
+
 def test_the_key_is_private_ignored_by_git_and_served_as_a_jwks(tmp_path):
     keys = lti.jwks(tmp_path)
     assert keys == lti.jwks(tmp_path)  # made once, then read
