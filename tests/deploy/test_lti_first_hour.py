@@ -39,9 +39,9 @@ from lti_platform import (
 )
 from ltiauthenticator.lti13.error import ValidationError
 from ltiauthenticator.lti13.validator import LTI13LaunchValidator
-from test_lti_grades import LAB, graded_course  # noqa: F401 - the gradebook, a fixture
+from test_lti_grades import LAB, grade_written_answer, graded_course  # noqa: F401 - a fixture
 
-from course.coursedir import gradebook_db, paths
+from course.coursedir import paths
 from course.lms import lti
 
 sys.path.insert(0, str(paths.ROOT / "deploy"))
@@ -101,15 +101,6 @@ def authenticator(stand_in):
         token_url=endpoints["token_url"],
         username_key="custom_uname",
     )
-
-
-def grade_written_answer(root, student, score):
-    """The teacher grades a student's written answer in the formgrader."""
-    with gradebook_db.open_gradebook(root) as book:
-        notebook = paths.lab_filename(LAB).removesuffix(".ipynb")
-        answer = book.find_grade("written", notebook, LAB, student)
-        answer.manual_score, answer.needs_manual_grade = score, False
-        book.db.commit()
 
 
 def hidden_fields(page):

@@ -40,6 +40,15 @@ def add_submission(book, student, auto, written):
     book.db.commit()
 
 
+def grade_written_answer(root, student, score):
+    """The instructor grades a student's written answer (None: to be graded again)."""
+    with gradebook_db.open_gradebook(root) as book:
+        notebook = paths.lab_filename(LAB).removesuffix(".ipynb")
+        answer = book.find_grade("written", notebook, LAB, student)
+        answer.manual_score, answer.needs_manual_grade = score, score is None
+        book.db.commit()
+
+
 def mark_autograded(root, student):
     """An executed autograded notebook, as make autograde leaves it."""
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1", execution_count=1)])
@@ -186,11 +195,7 @@ def test_a_provisional_score_says_so_and_moodle_keeps_only_its_comment(course):
     assert sent[ALAN.id]["scoreGiven"] == 60 and sent[ALAN.id]["scoreMaximum"] == 100
     held = stand_in.grade(ACTIVITY, ALAN)
     assert held["grade"] is None and "Provisional: 1 written answer still" in held["feedback"]
-    with gradebook_db.open_gradebook(root) as book:
-        notebook = paths.lab_filename(LAB).removesuffix(".ipynb")
-        answer = book.find_grade("written", notebook, LAB, "alan")
-        answer.manual_score, answer.needs_manual_grade = 1, False
-        book.db.commit()
+    grade_written_answer(root, "alan", 1)
     ok, report = lti.send_grades(LAB, root)
     print(report)
     assert ok and "sent alan: 7 / 10, final (FullyGraded)" in report
@@ -257,20 +262,11 @@ def test_without_any_launch_it_says_so(tmp_path):
     assert not ok and "no LTI launch recorded yet" in report
 
 
-def reopen_written_answer(root, student):
-    """The instructor asks for a written answer to be graded again (as after a regrade)."""
-    with gradebook_db.open_gradebook(root) as book:
-        notebook = paths.lab_filename(LAB).removesuffix(".ipynb")
-        answer = book.find_grade("written", notebook, LAB, student)
-        answer.manual_score, answer.needs_manual_grade = None, True
-        book.db.commit()
-
-
 def test_a_provisional_score_never_replaces_a_final_one_unless_asked(course):
     root, stand_in = course
     ok, report = lti.send_grades(LAB, root)
     assert ok and stand_in.grade(ACTIVITY, ADA)["grade"] == 100.0
-    reopen_written_answer(root, "ada")
+    grade_written_answer(root, "ada", None)  # to grade again, as after a regrade
     ok, report = lti.send_grades(LAB, root, provisional=True)
     print(report)
     assert ok and "sent ada" not in report
