@@ -98,4 +98,20 @@ MISTAKES = [
     Mistake("multi_hop_steps_stacked_first", "multi_hop",
             _with(_MULTI_HOP, "torch.stack(every_step, dim=1)", "torch.stack(every_step)"),
             "stack the steps on dim=1"),
+    Mistake("multi_hop_without_gradients", "multi_hop",
+            _with(_MULTI_HOP, """    for _ in range(hops):
+        weights = torch.softmax(scorer.score(query, projected_keys), dim=-1)
+        query = query + (weights.unsqueeze(1) @ values).squeeze(1)
+        every_step.append(weights)
+""", """    with torch.set_grad_enabled(False):
+        for _ in range(hops):
+            weights = torch.softmax(scorer.score(query, projected_keys), dim=-1)
+            query = query + (weights.unsqueeze(1) @ values).squeeze(1)
+            every_step.append(weights)
+"""),
+            "returned a final query that carries no gradient"),
+    Mistake("multi_hop_detaches_the_query", "multi_hop",
+            _with(_MULTI_HOP, "query = query + (weights.unsqueeze(1) @ values).squeeze(1)",
+                  "query = (query + (weights.unsqueeze(1) @ values).squeeze(1)).detach()"),
+            "returned a final query that carries no gradient"),
 ]
