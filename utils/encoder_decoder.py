@@ -4,10 +4,13 @@ The encoder is a stack of pre-LN blocks (08) without a causal mask, over the sou
 their padding mask. Each decoder block has three sublayers: causal self-attention over the
 target points so far, cross-attention whose queries come from the decoder and whose keys and
 values come from the encoder's output (under the source's padding mask), and the feed-forward
-network. Both stacks end with a LayerNorm, as `torch.nn.Transformer(norm_first=True)` does;
+network. Both stacks end with a LayerNorm, as `torch.nn.Transformer`'s do whatever its `norm_first`;
 `to_torch` copies a model's weights into one. Training feeds the true target points (teacher
-forcing, one pass under the causal mask); evaluation decodes greedily, step by step, with the
-encoder run once and each cross-attention's keys and values computed once.
+forcing, one pass under the causal mask); evaluation decodes autoregressively, feeding each
+predicted point back in, with the encoder run once and each cross-attention's keys and values
+computed once. `forced_and_free_mse` measures both ways per target (exposure bias), and
+`moved_squares` is a variant of the squares whose first target needs three source points, for
+`Seq2SeqTransformer(encoder_attention=False)`.
 
 Masks mean True = may attend; a query whose keys are all masked gets all-zero weights and no NaN
 (`utils.transformer.masked_softmax`). Models return their weights instead of storing them.
@@ -24,6 +27,7 @@ import torch
 from torch import nn
 
 from utils import validation
+from utils.data import Batches, make_squares, squares_tensors
 from utils.gpt import masked_attention
 from utils.recipe import (
     RECIPE,
@@ -180,16 +184,19 @@ class Seq2SeqTransformer(nn.Module):
     Points enter through a linear layer plus a learned position, and leave through a linear
     layer. The decoder starts from the last real source point, as lesson 06's does. With
     `padding_mask=False` attention ignores the source's padding mask, with `causal=False` the
-    decoder's self-attention sees later target points too (both to measure what the masks do).
+    decoder's self-attention sees later target points too, and with `encoder_attention=False`
+    each source point's encoder self-attention reads that point alone, so that each memory vector
+    holds one point (all three to measure what they do).
     """
 
     def __init__(self, d_model=16, n_heads=2, d_ff=32, n_layers=1, target_len=2,
-                 causal=True, padding_mask=True):
+                 causal=True, padding_mask=True, encoder_attention=True):
         super().__init__()
         self.d_model = validation.positive_int(d_model, "d_model")
         self.target_len = validation.positive_int(target_len, "target_len")
         self.causal = validation.boolean(causal, "causal")
         self.padding_mask = validation.boolean(padding_mask, "padding_mask")
+        self.encoder_attention = validation.boolean(encoder_attention, "encoder_attention")
         self.source_in = nn.Linear(N_FEATURES, d_model)
         self.target_in = nn.Linear(N_FEATURES, d_model)
         self.positions = nn.Embedding(MAX_LENGTH, d_model)
@@ -208,6 +215,17 @@ class Seq2SeqTransformer(nn.Module):
         """The attention mask (N, 1, 1, Lk) of the source points, or None without padding mask."""
         return mask[:, None] if mask is not None and self.padding_mask else None
 
+    def encoder_allowed(self, mask, length):
+        """The encoder's self-attention mask (N, 1, 1, Lk), (N, 1, Lk, Lk) or (Lk, Lk), or None.
+
+        The source's padding mask; without encoder_attention, each point may attend to itself only.
+        """
+        allowed = self.source_allowed(mask)
+        if self.encoder_attention:
+            return allowed
+        itself = torch.eye(length, dtype=torch.bool)  # (Lk, Lk)
+        return itself if allowed is None else allowed & itself
+
     def target_allowed(self, length):
         """The decoder's self-attention mask (Lq, Lq): causal, or all True if not self.causal."""
         allowed = causal_mask(length)  # (Lq, Lq)
@@ -215,7 +233,8 @@ class Seq2SeqTransformer(nn.Module):
 
     def encode(self, source, mask=None):
         """Source (N, Lk, 2), mask (N, 1, Lk) -> memory (N, Lk, d_model), [encoder weights]."""
-        return self.encoder(self.embed(source, self.source_in), self.source_allowed(mask))
+        allowed = self.encoder_allowed(mask, source.shape[1])
+        return self.encoder(self.embed(source, self.source_in), allowed)
 
     def decode(self, inputs, memory, mask=None, memory_kvs=None):
         """Decoder inputs (N, Lq, 2) -> predictions (N, Lq, 2), [(self, cross) weights]."""
@@ -230,7 +249,7 @@ class Seq2SeqTransformer(nn.Module):
         The part of the model that `torch.nn.Transformer` computes (`to_torch`).
         """
         source_allowed = self.source_allowed(mask)  # (N, 1, 1, Lk) or None
-        memory, _ = self.encoder(x, source_allowed)
+        memory, _ = self.encoder(x, self.encoder_allowed(mask, x.shape[1]))
         return self.decoder(y, memory, source_allowed, self.target_allowed(y.shape[1]))[0]
 
     def run(self, source, target, mask=None):
@@ -243,7 +262,7 @@ class Seq2SeqTransformer(nn.Module):
         return predictions, {"encoder": encoder_maps, "decoder": decoder_maps}
 
     def generate(self, source, mask=None, cache=True):
-        """Greedy decoding: predictions (N, target_len, 2), cross weights (N, h, target_len, Lk).
+        """Decoding: predictions (N, target_len, 2), cross weights (N, h, target_len, Lk).
 
         Each step feeds the predictions so far back in. With cache, the encoder runs once and
         each cross-attention's keys and values are computed once; without it, every step runs
@@ -266,7 +285,7 @@ class Seq2SeqTransformer(nn.Module):
     def forward(self, source, target=None, mask=None):
         """(N, Lq, 2) predictions, cross weights (N, h, Lq, Lk) of the last block.
 
-        In training mode with a target, teacher forcing; otherwise greedy decoding.
+        In training mode with a target, teacher forcing; otherwise autoregressive decoding.
         """
         if target is not None and self.training:
             predictions, maps = self.run(source, target, mask)
@@ -370,7 +389,7 @@ class SquaresRun:
 
 
 def squares_mse(model, split="val", recipe: TrainingRecipe = RECIPE, variable_length=False):
-    """MSE of model (greedy decoding) on the recipe's validation or test squares."""
+    """MSE of model (autoregressive decoding) on the recipe's validation or test squares."""
     if split not in ("val", "test"):
         raise ValueError(f"split must be 'val' or 'test', got {split!r}")
     batches = (validation_batches(recipe, variable_length) if split == "val"
@@ -399,3 +418,61 @@ def train_squares(build: Callable[[], nn.Module], recipe: TrainingRecipe = RECIP
                   forward=seq2seq_forward)
     seconds = time.perf_counter() - start
     return SquaresRun(model, history, squares_mse(model, "val", recipe, variable_length), seconds)
+
+
+def forced_and_free_mse(model, source, target, mask=None) -> tuple[torch.Tensor, torch.Tensor]:
+    """MSE per target position (Lq,), fed the true points so far and fed its own predictions.
+
+    The first is teacher forcing, as in training; the second is autoregressive decoding, as at
+    test time. Works for Seq2SeqTransformer and Lesson06Attention, whose RNG it leaves alone.
+    """
+    validation.module(model)
+    check_inputs(source, target, mask)
+    was_training = model.training
+    with torch.no_grad(), torch.random.fork_rng():
+        if isinstance(model, Lesson06Attention):
+            forcing, model.teacher_forcing = model.teacher_forcing, 1.0
+            forced = model.train()(source, target, mask)[0]
+            model.teacher_forcing = forcing
+        else:
+            forced = model.run(source, target, mask)[0]
+        free = model.eval()(source, mask=mask)[0]
+    model.train(was_training)
+    return (((forced - target) ** 2).mean(dim=(0, 2)), ((free - target) ** 2).mean(dim=(0, 2)))
+
+
+def moved_squares(n, seed, noise=RECIPE.noise) -> tuple[torch.Tensor, torch.Tensor]:
+    """Squares moved off the origin: source (n, 3, 2) corners 1-3, target (n, 2, 2) corners 4, 1.
+
+    Each square of lesson 06 is shifted by its own centre, uniform in [-1, 1]^2, so that corner 4
+    is corner 1 - corner 2 + corner 3: the first target needs three source points, not one.
+    """
+    squares = make_squares(validation.positive_int(n, "n"), validation.seed(seed), noise=0.0)
+    corners = torch.cat(squares_tensors(squares)[:2], dim=1)  # (n, 4, 2): exact corners 1-4
+    draws = torch.Generator().manual_seed(seed)  # the centres, then the noise
+    centres = 2 * torch.rand(n, 1, 2, generator=draws) - 1  # (n, 1, 2)
+    path = centres + corners[:, [0, 1, 2, 3, 0]]  # (n, 5, 2): corners 1-4, then 1 again
+    path = path + validation.non_negative_number(noise, "noise") * torch.randn(
+        path.shape, generator=draws)
+    return path[:, :3], path[:, 3:]
+
+
+def train_moved_squares(build: Callable[[], nn.Module], recipe: TrainingRecipe = RECIPE,
+                        seed=0) -> SquaresRun:
+    """Build a model under seed, train it on moved squares with the recipe, measure it on val.
+
+    The recipe's sizes, seeds, batches, epochs and learning rate, on `moved_squares` instead.
+    """
+    if isinstance(build, nn.Module) or not callable(build):
+        raise ValueError(f"build must be a function that returns a fresh model, got {build!r}")
+    seed = validation.seed(seed)
+    train = moved_squares(recipe.n_train, recipe.train_seed, recipe.noise)
+    val = Batches(moved_squares(recipe.n_val, recipe.val_seed, recipe.noise), recipe.n_val)
+    with seeded(seed):
+        model = build()
+    validation.module(model)
+    start = time.perf_counter()
+    history = fit(model, Batches(train, recipe.batch_size, shuffle=True, seed=recipe.train_seed),
+                  epochs=recipe.epochs, lr=recipe.lr, seed=seed, forward=seq2seq_forward)
+    seconds = time.perf_counter() - start
+    return SquaresRun(model, history, loader_loss(model, val, forward=seq2seq_forward), seconds)

@@ -147,3 +147,67 @@ def test_a_short_training_run_lowers_the_loss_and_is_seeded():
     assert len(losses) == 8 and losses[-1] < 0.5 * losses[0]
     assert run.val_mse == again.val_mse and run.val_mse < 0.5
     assert run.model.training is False
+
+
+def test_without_encoder_attention_each_memory_vector_holds_its_own_point():
+    model = small_model(encoder_attention=False)
+    source, mask, target = padded_batch()
+    memory, maps = model.encode(source, mask)
+    moved = source.clone()
+    moved[:, 0] += 1.0  # only the first point changes
+    again, _ = model.encode(moved, mask)
+    assert torch.equal(again[:, 1:], memory[:, 1:]) and not torch.equal(again[:, 0], memory[:, 0])
+    real = mask[:, 0]  # (N, Lk)
+    diagonal = maps[0].diagonal(dim1=-2, dim2=-1)  # (N, h, Lk): a real point reads itself alone
+    assert torch.equal(diagonal, real[:, None].expand_as(diagonal).float())
+    mixed = small_model()  # the same weights, with the mixing
+    with_mixing = mixed.encode(moved, mask)[0][:, 1:]
+    assert not torch.equal(with_mixing, mixed.encode(source, mask)[0][:, 1:])
+    x, y = torch.randn(4, 3, 16), torch.randn(4, 2, 16)  # body reads the encoder the same way
+    memory, _ = model.encoder(x, model.encoder_allowed(mask, 3))
+    expected, _ = model.decoder(y, memory, mask[:, None], causal_mask(2))
+    torch.testing.assert_close(model.body(x, y, mask), expected)
+
+
+def test_forced_and_free_mse_measure_teacher_forcing_and_decoding():
+    model = small_model()
+    source, mask, target = padded_batch()
+    forced, free = ed.forced_and_free_mse(model, source, target, mask)
+    assert forced.shape == free.shape == (2,)
+    with torch.no_grad():
+        expected_forced = ((model.run(source, target, mask)[0] - target) ** 2).mean(dim=(0, 2))
+        expected_free = ((model.generate(source, mask)[0] - target) ** 2).mean(dim=(0, 2))
+    torch.testing.assert_close(forced, expected_forced)
+    torch.testing.assert_close(free, expected_free)
+    assert forced[0] == free[0]  # the first position reads no prediction
+    torch.manual_seed(1)
+    gru = ed.Lesson06Attention().train()
+    state = torch.get_rng_state()
+    gru_forced, gru_free = ed.forced_and_free_mse(gru, source, target, mask)
+    assert torch.equal(torch.get_rng_state(), state) and gru.training
+    assert gru.teacher_forcing == ed.RECIPE.teacher_forcing and gru_forced[0] == gru_free[0]
+
+
+def test_moved_squares_put_corner_4_at_corner_1_minus_2_plus_3():
+    source, target = ed.moved_squares(64, seed=5, noise=0.0)
+    assert source.shape == (64, 3, 2) and target.shape == (64, 2, 2)
+    torch.testing.assert_close(target[:, 0], source[:, 0] - source[:, 1] + source[:, 2])
+    torch.testing.assert_close(target[:, 1], source[:, 0])
+    centres = (source[:, 0] + source[:, 2]) / 2  # opposite corners
+    assert centres.abs().max() <= 1 and centres.std(dim=0).min() > 0.3
+    side = (source[:, 1] - source[:, 0]).abs().sum(dim=-1)
+    torch.testing.assert_close(side, torch.full((64,), 2.0))
+    noisy, again = ed.moved_squares(64, seed=5), ed.moved_squares(64, seed=5)
+    assert torch.equal(noisy[0], again[0]) and not torch.equal(noisy[0], source)
+    with pytest.raises(ValueError, match="noise"):
+        ed.moved_squares(4, seed=0, noise=-1.0)
+
+
+def test_training_on_moved_squares_is_seeded_and_refuses_a_model():
+    recipe = replace(ed.RECIPE, n_train=128, n_val=64, batch_size=64, epochs=3)
+    build = partial(ed.Seq2SeqTransformer, d_model=8, n_heads=1, d_ff=16)
+    run, again = (ed.train_moved_squares(build, recipe, seed=2) for _ in range(2))
+    assert len(run.history.train_loss) == 3 and run.val_mse == again.val_mse
+    assert run.model.training is False
+    with pytest.raises(ValueError, match="build must be a function"):
+        ed.train_moved_squares(build(), recipe)
