@@ -13,6 +13,14 @@ Here, in the course's folder of the exchange (owned by the instructor):
 * collect copies only the folders and regular files that the student made, without following
   a link (course.coursedir.safe_copy): links, hard links, FIFOs, sockets and devices are
   refused, each named in collect's summary, and the files and bytes taken are bounded;
+* a submission's time is the later of what it claims (its timestamp.txt, or its folder's name)
+  and when it really arrived: the newest change time (ctime, which no user can set back) of its
+  folder and what is in it. The submission's own process (copy, chmod, ACL) takes a few
+  seconds, so a claim up to SUBMIT_SECONDS older than the arrival stands; a claim further off is
+  shown beside the arrival, and collect writes the time it used to the collected timestamp.txt,
+  which the late penalty reads;
+* every name a student chose (a folder's, a file's) is logged with its control characters
+  escaped (`course.lms.names.shown`): no escape sequence reaches the instructor's terminal;
 * `nbgrader list --inbound` leaves out, and names, a submission whose notebook is a link or a
   FIFO (nbgrader's list reads each notebook);
 * the exchange's root only has to be searchable (0755, owned by root).
@@ -20,6 +28,7 @@ Here, in the course's folder of the exchange (owned by the instructor):
 Configure it with `c.ExchangeFactory.<action> = "course_exchange.<Class>"` (deploy/jupyter/).
 """
 
+import datetime
 import fnmatch
 import glob
 import os
@@ -28,12 +37,17 @@ import stat
 import subprocess
 
 from nbgrader.exchange import default
-from nbgrader.utils import check_directory, notebook_hash
+from nbgrader.utils import check_directory, notebook_hash, parse_utc
 
 from course.coursedir import safe_copy
+from course.lms.names import shown
 
 INBOUND_MODE = 0o1733
 FEEDBACK_MODE = 0o711
+SUBMIT_SECONDS = 60  # a claim at most this much older than the arrival stands: submit's own work
+SHOWN_SECONDS = 300  # a claim further than this from the arrival is shown
+CLAIM_BYTES = 100  # of a timestamp.txt read: nbgrader writes 30
+TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S.%f UTC"  # nbgrader's own
 
 
 def owner(path):
@@ -71,6 +85,62 @@ def oddity(path, should_be_folder):
     return None
 
 
+def arrival(path, limit=safe_copy.MAX_ENTRIES):
+    """The newest change time of folder `path` and of what is in it, as a naive UTC datetime.
+
+    Change times (ctime) move forward with every write, chmod or rename, and no user can set them
+    back. No link is followed; at most `limit` entries are looked at (collect copies no more).
+    An entry the instructor may not read (added after the submission shared it) is skipped.
+    """
+    status = os.lstat(path)
+    newest, seen, pending = status.st_ctime, 0, [path] if stat.S_ISDIR(status.st_mode) else []
+    while pending and seen < limit:
+        try:
+            with os.scandir(pending.pop()) as entries:
+                for entry in entries:
+                    seen += 1
+                    newest = max(newest, entry.stat(follow_symlinks=False).st_ctime)
+                    if entry.is_dir(follow_symlinks=False):
+                        pending.append(entry.path)
+                    if seen >= limit:
+                        break
+        except OSError:
+            continue
+    return datetime.datetime.fromtimestamp(newest, datetime.UTC).replace(tzinfo=None)
+
+
+def submission_time(claimed, arrived):
+    """The time of a submission that claims `claimed` and arrived at `arrived` (naive UTC)."""
+    if claimed is None or claimed > arrived:
+        return arrived if claimed is None else claimed
+    if arrived - claimed <= datetime.timedelta(seconds=SUBMIT_SECONDS):
+        return claimed
+    return arrived
+
+
+def read_claim(folder):
+    """The time a submission's timestamp.txt in `folder` claims, or None (none, or not a time)."""
+    try:
+        descriptor = os.open(os.path.join(folder, "timestamp.txt"), safe_copy.FILE_FLAGS)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            return None
+        text = os.read(descriptor, CLAIM_BYTES).decode("utf-8", "replace").strip()
+    finally:
+        os.close(descriptor)
+    return parse_claim(text)
+
+
+def parse_claim(text):
+    """A claimed time as a naive UTC datetime, or None when it is not one."""
+    try:
+        return parse_utc(text)
+    except (ValueError, OverflowError, TypeError):
+        return None
+
+
 class SearchableRoot:
     """The exchange's root needs only to be searchable, never writable by all."""
 
@@ -101,7 +171,24 @@ class ExchangeSubmit(SearchableRoot, default.ExchangeSubmit):
 
 
 class ExchangeCollect(SearchableRoot, default.ExchangeCollect):
-    """Collect the latest submission of each student that the student really made."""
+    """Collect the latest submission of each student that the student really made, at the time
+    it really arrived."""
+
+    def _path_to_record(self, path):
+        """nbgrader's record of a submission, its "timestamp" the time it really arrived.
+
+        "claimed" is what its name says (None when that is no time, which nbgrader's own record
+        would fail the whole collect on), "arrived" the newest change time of its files.
+        """
+        filename = os.path.basename(path)
+        parts = filename.rsplit("+", 3)
+        if len(parts) < 3:
+            self.fail(f"Invalid filename: {shown(filename)}")
+        full = os.path.join(self.inbound_path, filename)
+        claimed = parse_claim(parts[2])
+        arrived = arrival(full) if os.path.lexists(full) else claimed
+        return {"username": parts[0], "filename": filename, "claimed": claimed,
+                "arrived": arrived, "timestamp": submission_time(claimed, arrived)}  # fmt: skip
 
     def genuine(self, record):
         """True when `record` is a folder, not a link, owned by the student its name gives."""
@@ -109,11 +196,12 @@ class ExchangeCollect(SearchableRoot, default.ExchangeCollect):
         found = owner(path)
         if found != record["username"]:
             self.log.warning("Not collected: %s names %s but was made by %s",
-                             record["filename"], record["username"], found)  # fmt: skip
+                             shown(record["filename"]), shown(record["username"]),
+                             shown(found))  # fmt: skip
             return False
         reason = oddity(path, should_be_folder=True)
         if reason:
-            self.log.warning("Not collected: %s is %s", record["filename"], reason)
+            self.log.warning("Not collected: %s is %s", shown(record["filename"]), reason)
             return False
         return True
 
@@ -140,20 +228,39 @@ class ExchangeCollect(SearchableRoot, default.ExchangeCollect):
 
     def do_copy(self, src, dest, log=None):
         """Copy only what the student made, never following a link; name what was refused."""
-        student = self._path_to_record(src)["username"]
+        record = self._path_to_record(src)
+        student = record["username"]
         try:
             uid = pwd.getpwnam(student).pw_uid
         except KeyError:
-            self.log.warning("Not collected: %s: no user %s", os.path.basename(src), student)
+            self.log.warning("Not collected: %s: no user %s",
+                             shown(os.path.basename(src)), shown(student))  # fmt: skip
             return
         try:
             copied = safe_copy.copy_tree(src, dest, uid, self.limits(), self.ignored)
         except ValueError as error:
-            self.log.warning("Not collected: %s", error)
+            self.log.warning("Not collected: %s", shown(error))
             return
         for refusal in copied.refused:
             self.log.warning("refused %s from student %s: %s",
-                             refusal.path, student, refusal.reason)  # fmt: skip
+                             shown(refusal.path), student, shown(refusal.reason))  # fmt: skip
+        self.record_time(record, dest)
+
+    def record_time(self, record, dest):
+        """Write the submission's time to the collected timestamp.txt; show a claim far off."""
+        claimed = read_claim(dest) or record["claimed"]
+        time = submission_time(claimed, record["arrived"])
+        if claimed is None or abs(record["arrived"] - claimed).total_seconds() > SHOWN_SECONDS:
+            said = "no time" if claimed is None else f"{claimed:%Y-%m-%d %H:%M:%S} UTC"
+            self.log.warning("%s: the submission says %s, its files arrived at %s UTC: "
+                             "collected as of %s UTC", shown(record["filename"]), said,
+                             f"{record['arrived']:%Y-%m-%d %H:%M:%S}",
+                             f"{time:%Y-%m-%d %H:%M:%S}")  # fmt: skip
+        stamp = os.path.join(dest, "timestamp.txt")
+        if os.path.lexists(stamp):
+            os.unlink(stamp)
+        with open(stamp, "x", encoding="utf-8") as file:
+            file.write(time.strftime(TIMESTAMP_FORMAT))
 
 
 class ExchangeReleaseFeedback(SearchableRoot, default.ExchangeReleaseFeedback):
@@ -215,6 +322,6 @@ class ExchangeList(SearchableRoot, default.ExchangeList):
         for path in entries:
             reason = oddity(path, should_be_folder=path == submission)
             if reason:
-                self.log.warning("Not listed: %s is %s", path, reason)
+                self.log.warning("Not listed: %s is %s", shown(path), reason)
                 return False
         return True

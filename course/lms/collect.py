@@ -23,7 +23,7 @@ from pathlib import Path, PurePosixPath
 
 from course.coursedir import gradebook_db, paths, safe_copy
 from course.coursedir.words import counted
-from course.lms.names import LMS_NAMES, VALID_STUDENT_ID, parse_download, zip_entry_name
+from course.lms.names import LMS_NAMES, VALID_STUDENT_ID, parse_download, shown, zip_entry_name
 from course.lms.roster import read_roster, roster_entry, split_name
 
 MANIFEST = "collected.json"
@@ -137,7 +137,7 @@ def collect_export(root, assignment):
     try:
         files, copied = export_files(archive)
     except ValueError as error:
-        return Collected(False, f"{assignment}: {error}")
+        return Collected(False, f"{assignment}: {shown(error)}")
     parsed = [(f, parse_download(f.path)) for f in files]
     unreadable = sorted(f.path for f, d in parsed if d is None and f.path.endswith(".ipynb"))
     by_student = {}
@@ -295,5 +295,5 @@ class Report:
         for title, items in sections:
             if items:
                 lines.append(f"{title}:")
-                lines.extend(f"  {item}" for item in items)
+                lines.extend(f"  {shown(item)}" for item in items)  # names the LMS chose
         return "\n".join(lines)

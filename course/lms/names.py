@@ -110,3 +110,24 @@ def zip_entry_name(info):
 def simplify(text):
     """Lower-case letters and digits only, accents kept: how names are compared."""
     return "".join(ch for ch in unicodedata.normalize("NFC", text).casefold() if ch.isalnum())
+
+
+# Characters a terminal or a log reader acts on rather than shows: C0 and C1 controls (escape
+# sequences, carriage returns), formats (bidirectional overrides, zero-width characters) and
+# line and paragraph separators; and the halves of a surrogate pair that a file name undecodable
+# as UTF-8 leaves (os.fsdecode), which no terminal can be sent.
+ACTING_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
+
+
+def shown(text):
+    """`text` (a name a student or an LMS chose) safe to print: each control character escaped."""
+    return "".join(_escaped(ch) if unicodedata.category(ch) in ACTING_CATEGORIES else ch
+                   for ch in str(text))  # fmt: skip
+
+
+def _escaped(ch):
+    """A character as Python writes it in a string: \\x1b, \\u202e."""
+    code = ord(ch)
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"

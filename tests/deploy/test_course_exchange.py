@@ -3,14 +3,17 @@
 make test-hub takes the same attack through a real JupyterHub with real Unix users.
 """
 
+import datetime
 import logging
 import os
 import pwd
 import sys
+import unicodedata
 
 import pytest
 from nbgrader.auth import Authenticator
 from nbgrader.coursedir import CourseDirectory
+from nbgrader.utils import parse_utc
 
 from course.coursedir import paths
 from course.coursedir.nbgrader_run import nbgrader_environment
@@ -127,3 +130,83 @@ def test_list_inbound_skips_a_submission_whose_notebook_is_a_fifo(course, caplog
     lines = [record.getMessage() for record in caplog.records]
     assert [s["path"] for found in listed for s in found["submissions"]] == [str(plain)]
     assert f"Not listed: {planted / NOTEBOOK} is a FIFO" in lines
+
+
+def newest_change(folder):
+    """The newest change time of `folder` and its files, as collect must read it (naive UTC)."""
+    times = [os.lstat(path).st_ctime for path in [folder, *folder.rglob("*")]]
+    return datetime.datetime.fromtimestamp(max(times), datetime.UTC).replace(tzinfo=None)
+
+
+def collected_time(course_folder):
+    """The time in the collected submission's timestamp.txt."""
+    return parse_utc((course_folder / "submitted" / ME / LAB / "timestamp.txt").read_text())
+
+
+def test_a_back_dated_submission_is_collected_at_its_real_arrival_and_shown(course, caplog):
+    course_folder, inbound = course
+    folder = inbound / f"{ME}+{LAB}+2000-01-01 00:00:00.000000 UTC+abc"
+    folder.mkdir()
+    (folder / NOTEBOOK).write_text("{}")
+    (folder / "timestamp.txt").write_text("2000-01-01 00:00:00.000000 UTC")
+    arrived = newest_change(folder)
+    lines = collect(course_folder, inbound, caplog)
+    assert collected_time(course_folder) == arrived
+    assert any(
+        "the submission says 2000-01-01 00:00:00 UTC, its files arrived at "
+        f"{arrived:%Y-%m-%d %H:%M:%S} UTC" in line
+        for line in lines
+    ), lines
+
+
+def test_a_file_changed_after_an_honest_submission_makes_it_later(course, caplog):
+    course_folder, inbound = course
+    now = datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
+    claim = now - datetime.timedelta(hours=2)  # submitted two hours ago, by its claim
+    folder = inbound / f"{ME}+{LAB}+{claim:%Y-%m-%d %H:%M:%S.%f} UTC+abc"
+    folder.mkdir()
+    (folder / "timestamp.txt").write_text(f"{claim:%Y-%m-%d %H:%M:%S.%f} UTC")
+    (folder / NOTEBOOK).write_text("{}")  # written now: two hours after its claim
+    collect(course_folder, inbound, caplog)
+    assert collected_time(course_folder) == newest_change(folder)
+
+
+def test_an_honest_claim_a_few_seconds_before_its_files_settled_stands(course, caplog):
+    course_folder, inbound = course
+    claim = datetime.datetime.now(datetime.UTC).replace(tzinfo=None, microsecond=0)
+    claim -= datetime.timedelta(seconds=5)  # nbgrader's submit took 5 s to copy and share
+    folder = inbound / f"{ME}+{LAB}+{claim:%Y-%m-%d %H:%M:%S.%f} UTC+abc"
+    folder.mkdir()
+    (folder / "timestamp.txt").write_text(f"{claim:%Y-%m-%d %H:%M:%S.%f} UTC")
+    lines = collect(course_folder, inbound, caplog)
+    assert collected_time(course_folder) == claim
+    assert not any("the submission says" in line for line in lines), lines
+
+
+def test_a_submission_whose_name_is_no_time_is_collected_at_its_arrival(course, caplog):
+    course_folder, inbound = course
+    folder = inbound / f"{ME}+{LAB}+not a time+abc"
+    folder.mkdir()
+    (folder / "timestamp.txt").write_text("yesterday, honestly")
+    lines = collect(course_folder, inbound, caplog)
+    assert collected_time(course_folder) == newest_change(folder)
+    assert any("the submission says no time" in line for line in lines), lines
+
+
+ESCAPES = "\x1b]0;pwned\x07\x1b[2J\x1b[1A\rINFO all collected\u202e"
+
+
+def test_names_with_terminal_escapes_are_logged_escaped(course, caplog):
+    course_folder, inbound = course
+    folder = submission(inbound, "10:00:00")
+    (folder / f"{ESCAPES}.ipynb").symlink_to(course_folder / "source" / LAB / NOTEBOOK)
+    os.mkfifo(folder / f"answers{ESCAPES}")
+    other = inbound / f"{ESCAPES}+{LAB}+2026-01-01 10:00:00.000000 UTC+abc"  # names another
+    other.mkdir()
+    lines = collect(course_folder, inbound, caplog)
+    escaped = "\\x1b]0;pwned\\x07\\x1b[2J\\x1b[1A\\x0dINFO all collected\\u202e"
+    assert f"refused {escaped}.ipynb from student {ME}: a symbolic link" in lines, lines
+    assert f"refused answers{escaped} from student {ME}: a FIFO" in lines, lines
+    assert any(line.startswith(f"Not collected: {escaped}+{LAB}+") for line in lines), lines
+    for line in lines:
+        assert not any(unicodedata.category(ch) in ("Cc", "Cf") for ch in line), repr(line)
