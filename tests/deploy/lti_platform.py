@@ -17,6 +17,8 @@ What a real Moodle 4.5.6 was seen to do, and the stand-in does too:
   `resourceLinkId`), and its grade item (the line item's number); each is new when an activity
   is deleted and added again, and the deleted one's grade item answers 404 "Not Found: Grade
   item N doesn't exist" with its grades gone;
+* an activity of Grade type None (`grademax` 0 here) has no grade item: its launches carry the
+  course's `lineitems` but no `lineitem`, and the course's line items leave it out;
 * renaming an activity renames its line item (`label`), changing its maximum grade changes the
   line item's `scoreMaximum` (existing grades rescaled only if the teacher asks), hiding it
   keeps its line item and takes scores, but a student's launch gets "Sorry, this activity is
@@ -300,7 +302,7 @@ class PlatformStandIn:
             AGS: {
                 "scope": AGS_SCOPES,
                 "lineitems": self.lineitems(course),
-                "lineitem": self.lineitem(activity),
+                **({"lineitem": self.lineitem(activity)} if activity.grademax else {}),
             },
             NRPS: {
                 "context_memberships_url": f"{self.url}/mod/lti/services.php/CourseSection/"
@@ -346,8 +348,8 @@ class PlatformStandIn:
             raise ValueError("invalid_client")
 
     def activity_of(self, item):
-        """The activity whose grade item is `item`, or None."""
-        return next((a for a in self.activities.values() if a.item == item), None)
+        """The activity whose grade item is `item`, or None (also when it takes no grades)."""
+        return next((a for a in self.activities.values() if a.item == item and a.grademax), None)
 
     def take_score(self, item, body):
         """Store a score as Moodle's gradebookservices does; (status, reason)."""
@@ -382,7 +384,7 @@ class PlatformStandIn:
 
     def lineitems_json(self, course_id, filters):
         """The course's line items for the tool, filtered as Moodle's get_lineitems does."""
-        ours = [a for a in self.activities.values() if a.course.id == course_id]
+        ours = [a for a in self.activities.values() if a.course.id == course_id and a.grademax]
         items = [self.lineitem_json(activity) for activity in ours]
         keys = {"resource_link_id": "resourceLinkId", "resource_id": "resourceId", "tag": "tag"}
         for name, key in keys.items():

@@ -298,3 +298,15 @@ def test_a_lab_with_two_activities_sends_each_score_to_the_one_its_student_opene
     assert not ok and scores(stand_in, LAB01) == {"ada": 100.0}
     assert scores(stand_in, twin) == {"alan": 80.0}
     assert "NOT SENT bea (kept for the next run): 01_softmax has 2 activities in the LMS " in report
+
+
+def test_an_activity_that_takes_no_grades_is_named_with_what_to_do(moodle):
+    root, stand_in, _ = moodle
+    activity = stand_in.activities[LAB01.cmid]
+    activity.grademax = 0  # Grade type None
+    launch(moodle, TEACHER, activity)
+    launch(moodle, ADA, activity)
+    ok, report = grades(root)
+    assert not ok and stand_in.received == []
+    assert "NOT SENT ada (kept for the next run): 01_softmax's activity takes no grades" in report
+    assert "give it a grade (Grade type Point) in its settings, then open 01_softmax's" in report
