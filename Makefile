@@ -22,7 +22,8 @@
 #   make lectures  re-execute the lecture notebooks in notebooks/, storing their outputs
 #   make bench     print timings: notebooks, autograding, training
 #   make collect / autograde / feedback / grades   the instructor's grading cycle (see README);
-#                  make autograde JOBS=N  grades on N workers (default: every core)
+#                  make autograde JOBS=N  grades on N workers (default: every core);
+#                  REGRADE=ID,...  grades those students afresh
 #                  make grades LMS_GRADEBOOK=<exported CSV> ASSIGNMENT=...  fills the LMS's gradebook
 #                  PROVISIONAL=1  feedback and LMS grades before every written answer is graded
 #   make lti-grades ASSIGNMENT=NN_topic  send the lab's grades to the LMS its students launched it
@@ -44,8 +45,9 @@ ASSIGNMENT ?=
 UNSANDBOXED ?=
 # JOBS=N grades with N workers, each with its own sandboxed kernels (default: one per core).
 JOBS ?=
-# SHARE=K/N grades only share K (0..N-1) of N of the students: one share per grading machine.
-SHARE ?=
+# REGRADE=ID[,ID...] grades those students' submissions afresh. With a PostgreSQL gradebook, make
+# autograde run on several machines shares the class through the gradebook's work queue (README).
+REGRADE ?=
 LMS_GRADEBOOK ?=
 LMS_COLUMN ?=
 # Extra options for `make lab`, e.g. LAB_ARGS="--ip=0.0.0.0 --port=8888 --no-browser" on a server.
@@ -159,7 +161,7 @@ bench: $(STAMP)
 
 autograde: $(STAMP)
 	$(BIN)/python -m course.instructor autograde $(ASSIGNMENT) $(if $(UNSANDBOXED),--unsandboxed) \
-		$(if $(JOBS),--jobs $(JOBS)) $(if $(SHARE),--share $(SHARE))
+		$(if $(JOBS),--jobs $(JOBS)) $(if $(REGRADE),--regrade $(REGRADE))
 
 feedback: $(STAMP)
 	$(BIN)/python -m course.instructor feedback $(ASSIGNMENT) $(if $(PROVISIONAL),--provisional)

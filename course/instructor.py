@@ -3,8 +3,10 @@
 python -m course.instructor autograde [ASSIGNMENT]   grade submitted/ (every lab by default),
                                                      on every core (--jobs N: N workers), each
                                                      kernel in a sandbox (--unsandboxed: not);
-                                                     --share K/N: only the K-th of N shares
-                                                     of the students (several machines)
+                                                     --regrade ID[,ID...]: grade those afresh.
+                                                     With a PostgreSQL gradebook, the same
+                                                     command on several machines shares the
+                                                     class through its work queue
 python -m course.instructor collect ASSIGNMENT       collect an LMS export into submitted/
 python -m course.instructor feedback [ASSIGNMENT]    feedback/ HTML and the LMS's feedback zip,
                                                      for submissions graded in full (--provisional:
@@ -17,7 +19,9 @@ python -m course.instructor grades ASSIGNMENT --lms-gradebook CSV
 
 import argparse
 import csv
+import functools
 import shutil
+import signal
 import statistics
 import sys
 import tempfile
@@ -25,14 +29,15 @@ from pathlib import Path
 
 from nbgrader.api import MissingEntry
 
-from course.coursedir import paths
+from course.coursedir import gradebook_db, paths
 from course.coursedir.gradebook_db import open_gradebook
 from course.coursedir.nbgrader_run import nbgrader
 from course.coursedir.notebooks import executed, executed_notebook
 from course.coursedir.release import generate_release
-from course.coursedir.submissions import find_state, lab_states, student_label
+from course.coursedir.submissions import find_state, is_graded, lab_states, student_label
 from course.coursedir.words import counted
 from course.grading import pool as grading_pool
+from course.grading import queue as grading_queue
 from course.grading.kernels import cgroups, sandbox
 from course.grading.preprocessors import findings
 from course.lms.collect import collect_export, read_manifest, record_names
@@ -90,25 +95,73 @@ def discard_unfinished(assignment, students, root=paths.ROOT):
 
 
 def autograde(
-    assignment, root=paths.ROOT, sandboxed=True, jobs=None, progress_stream=None, share=None
+    assignment, root=paths.ROOT, sandboxed=True, jobs=None, progress_stream=None, regrade=()
 ):
     """Autograde every new or unfinished submission of one lab on `jobs` workers; (ok, summary).
 
-    The summary and the review lines depend on the submissions only, never on `jobs`. With
-    `share` (K, N), only the students of share K of N are graded and reported.
+    The summary and the review lines depend on the submissions only, never on `jobs`. The
+    students of `regrade` are graded afresh. With a PostgreSQL gradebook the submissions come
+    from its work queue, which graders on other machines may share (`grade_shared`).
     """
     students = submitted_students(assignment, root)
-    if share is not None:
-        students = grading_pool.students_of_share(students, *share)
     if not students:
-        where = f"share {share[0]}/{share[1]} of submitted/" if share else "submitted/"
-        return True, f"{assignment}: no submissions in {where}"
+        return True, f"{assignment}: no submissions in submitted/"
+    url = gradebook_db.connection_url(root)
+    if grading_queue.is_shared(url):
+        grade = functools.partial(grade_shared, url=url)
+    else:
+        grade = grade_here
+    outcomes = grade(assignment, students, root, sandboxed, jobs, progress_stream, regrade)
+    return class_report(assignment, students, root, outcomes, sandboxed)
+
+
+def grade_here(assignment, students, root, sandboxed, jobs, progress_stream, regrade):
+    """Grade the class on this machine alone (a SQLite gradebook); {student: Outcome}."""
     ensure_in_gradebook(assignment, root)
+    for student in set(regrade) & set(students):
+        shutil.rmtree(paths.autograded(root, student, assignment), ignore_errors=True)
     discard_unfinished(assignment, students, root)
     progress = grading_pool.Progress(assignment, len(students), progress_stream)
-    outcomes = grading_pool.grade_class(
+    return grading_pool.grade_class(
         assignment, students, root, jobs, progress=progress, sandboxed=sandboxed
     )
+
+
+def grade_shared(assignment, students, root, sandboxed, jobs, progress_stream, regrade, url):
+    """Grade what the gradebook's work queue hands this machine, until the class is graded."""
+    queue = grading_queue.Queue(url, assignment)
+    try:
+        with grading_queue.setup_lock(queue.engine):
+            ensure_in_gradebook(assignment, root)
+            queue.run(grading_queue.SCHEMA)
+        graded = {s for s in students if is_graded(root, s, assignment)}
+        queue.enqueue(students, graded)
+        queue.request_regrade(set(regrade) & set(students))
+        progress = grading_pool.Progress(assignment, queue.unfinished(), progress_stream)
+        return grading_pool.grade_queue(
+            assignment,
+            queue,
+            root,
+            jobs,
+            progress=progress,
+            sandboxed=sandboxed,
+            prepare=lambda claim: prepare_claim(assignment, claim, root),
+            graded=lambda student: is_graded(root, student, assignment),
+        )
+    finally:
+        queue.close()
+
+
+def prepare_claim(assignment, claim, root):
+    """Clear a claimed submission's autograded folder if a regrade, or left unfinished."""
+    if claim.regrade:
+        shutil.rmtree(paths.autograded(root, claim.student, assignment), ignore_errors=True)
+    else:
+        discard_unfinished(assignment, [claim.student], root)
+
+
+def class_report(assignment, students, root, outcomes, sandboxed):
+    """(ok, summary): the lab's summary, the students not graded, the review and the errors."""
     lines = [lab_summary(assignment, students, root)]
     notebook = paths.lab_filename(assignment)
     labels = student_labels(students, root)
@@ -270,12 +323,14 @@ def jobs_argument(text):
         ) from None
 
 
-def share_argument(text):
-    """SHARE as (K, N); argparse's usage error otherwise."""
-    try:
-        return grading_pool.parse_share(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
+def students_argument(text):
+    """REGRADE as a list of student ids (comma-separated); argparse's usage error otherwise."""
+    students = [part.strip() for part in text.split(",")]
+    if not all(students):
+        raise argparse.ArgumentTypeError(
+            f"REGRADE must be student ids separated by commas, got {text!r}"
+        )
+    return students
 
 
 def main(argv=None):
@@ -298,7 +353,7 @@ def command_line():
         "--jobs", type=jobs_argument, default=None, help="autograde workers (default: every core)"
     )
     grading.add_argument(
-        "--share", type=share_argument, default=None, help="K/N: grade share K (0..N-1) of N"
+        "--regrade", type=students_argument, default=(), help="ID[,ID...]: grade these afresh"
     )
     pages = lab_command(commands, "feedback", run_feedback, "feedback/ and the LMS's feedback zip")
     pages.add_argument("--provisional", action="store_true", help=PROVISIONAL_FEEDBACK)
@@ -329,7 +384,12 @@ def run_collect(args):
 
 
 def run_autograde(args):
-    """`autograde`: one lab's or every lab's new submissions; refused where no sandbox works."""
+    """`autograde`: one lab's or every lab's new submissions; refused where no sandbox works.
+
+    SIGTERM (a batch scheduler's cancel or time limit) stops it as Ctrl-C does: the submissions
+    it holds in a shared gradebook's queue go back at once, for the other graders.
+    """
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     if not args.unsandboxed:
         available, reason = sandbox.probe()
         if not available:
@@ -341,7 +401,7 @@ def run_autograde(args):
 def print_autograde(assignment, args):
     """Autograde one lab and print its summary; True if every submission was graded."""
     ok, message = autograde(
-        assignment, args.root, not args.unsandboxed, args.jobs, sys.stdout, args.share
+        assignment, args.root, not args.unsandboxed, args.jobs, sys.stdout, args.regrade
     )
     if args.unsandboxed:
         message = "\n".join(UNSANDBOXED_MARK + line for line in message.splitlines())

@@ -23,9 +23,12 @@ LAB_01 = "01_softmax"
 SLOW_FIXTURES = {"released_courses", "regenerated"}
 SLOW_FILES = {
     "tests/course/bench/test_lessons.py",  # runs the lessons' benches
+    "tests/course/bench/test_queue.py",  # a PostgreSQL server
     "tests/course/coursedir/test_postgres.py",  # a PostgreSQL server
     "tests/course/grading/test_hostile.py",  # grades hostile submissions in sandboxed kernels
     "tests/course/grading/test_pool.py",  # grades classes on several workers
+    "tests/course/grading/test_queue.py",  # a PostgreSQL server
+    "tests/course/grading/test_slurm.py",  # a Slurm cluster grades a class
     "tests/course/grading/kernels/test_syscall_filter.py",  # system calls tried in sandboxes
     "tests/course/grading/kernels/test_zygote.py",  # forks kernels from a zygote that imports torch
     "tests/lessons/test_autograde.py",  # the autograde round trip of every lab

@@ -15,8 +15,17 @@
   ratio the parallel run would reach had it kept every core busy from start to end;
 * `class_autograde_seconds_per_submission_<lab>`: wall seconds per submission when `make
   autograde` grades a class of 20 solution submissions of each lab on every core;
+  `class_autograde_cpu_seconds_per_submission_<lab>` the CPU seconds of every process per
+  submission in that run; `notebook_cpu_seconds_<lab>` the CPU seconds to run the lab's solution
+  notebook alone (the student's run: fresh kernel, visible tests, no hidden ones) and
+  `grading_cpu_over_notebook_<lab>` the first over the second;
+* `queue_overhead_ms_per_submission` (and `..._one_grader`): the milliseconds a grader spends
+  per submission in the calls of the gradebook's work queue, on a throwaway PostgreSQL
+  (`course.bench.queue`; not measured where no PostgreSQL is installed);
 * `term_estimate_minutes_200_students`: from those, the minutes `make autograde` takes on this
-  machine for 200 students and every lab;
+  machine for 200 students and every lab; `term_estimate_minutes_200_students_<N>_machines` the
+  same on N machines like this one sharing the queue (each lab: its submissions split between
+  them, a machine with one more than the others sets the pace, plus the queue's overhead);
 * the figures of the lesson benchmarks (`course.bench.seq2seq`, `course.bench.mha`,
   `course.bench.transformer`, `course.bench.scale`, `course.bench.gpt`,
   `course.bench.encoder_decoder`), and
@@ -26,14 +35,17 @@
 
 import argparse
 import importlib
+import math
 import resource
 import tempfile
 import time
 from pathlib import Path
 
 from course import instructor
+from course.bench import queue as queue_bench
 from course.coursedir import notebooks, paths
 from course.coursedir.scratch import autograde_scratch, fill, scratch_course, solution_cells, submit
+from course.coursedir.scratch_postgres import NoPostgres
 from course.grading import pool
 
 LESSON_BENCHMARKS = [
@@ -53,6 +65,13 @@ def execute_seconds(path):
     start = time.perf_counter()
     notebooks.execute(nb, cwd=Path(path).parent)
     return time.perf_counter() - start
+
+
+def notebook_cpu_seconds(path):
+    """CPU seconds of this process and the kernel to execute a notebook in a fresh kernel."""
+    start = cpu_seconds()
+    execute_seconds(path)
+    return cpu_seconds() - start
 
 
 def autograde_seconds_per_submission(assignment, students=4, fork=True):
@@ -110,7 +129,7 @@ def parallel_ratio_ceiling(sequential_seconds, parallel_cpu_seconds, cores):
     return sequential_seconds / (parallel_cpu_seconds / cores)
 
 
-def autograde_figures(class_size, lab_class_size):
+def autograde_figures(class_size, lab_class_size, labs=None):
     """The class-scale autograding figures, name -> value."""
     first = paths.assignments()[0]
     sequential, sequential_cpu = class_autograde_run(first, class_size, jobs=1)
@@ -127,12 +146,49 @@ def autograde_figures(class_size, lab_class_size):
             sequential, parallel_cpu, cores
         ),
     }
-    for assignment in paths.assignments():
-        seconds = class_autograde_run(assignment, lab_class_size)[0] / lab_class_size
-        figures[f"class_autograde_seconds_per_submission_{assignment}"] = seconds
-    per_student = sum(v for k, v in figures.items() if "per_submission" in k)
-    figures["term_estimate_minutes_200_students"] = 200 * per_student / 60
+    for assignment in labs or paths.assignments():
+        figures.update(lab_figures(assignment, lab_class_size))
     return figures
+
+
+def lab_figures(assignment, lab_class_size):
+    """Wall and CPU seconds per submission of one lab's class, and CPU against the notebook's."""
+    seconds, cpu = class_autograde_run(assignment, lab_class_size)
+    cpu_per_submission = cpu / lab_class_size
+    notebook = notebook_cpu_seconds(paths.SOLUTIONS / assignment / paths.lab_filename(assignment))
+    return {
+        f"class_autograde_seconds_per_submission_{assignment}": seconds / lab_class_size,
+        f"class_autograde_cpu_seconds_per_submission_{assignment}": cpu_per_submission,
+        f"notebook_cpu_seconds_{assignment}": notebook,
+        f"grading_cpu_over_notebook_{assignment}": cpu_per_submission / notebook,
+    }
+
+
+def queue_figures():
+    """The work queue's overhead per submission, or {} where no PostgreSQL can be started."""
+    try:
+        return queue_bench.run()
+    except NoPostgres as reason:
+        print(f"queue_overhead_ms_per_submission: not measured ({reason})", flush=True)
+        return {}
+
+
+def term_estimates(figures, machines, students=200):
+    """Minutes to grade `students` in every lab measured, on one machine and on `machines`."""
+    per_submission = {
+        name.removeprefix("class_autograde_seconds_per_submission_"): value
+        for name, value in figures.items()
+        if name.startswith("class_autograde_seconds_per_submission_")
+    }
+    overhead = figures.get("queue_overhead_ms_per_submission", 0.0) / 1000
+    shared = sum(
+        math.ceil(students / machines) * seconds + students / machines * overhead
+        for seconds in per_submission.values()
+    )
+    return {
+        f"term_estimate_minutes_{students}_students": students * sum(per_submission.values()) / 60,
+        f"term_estimate_minutes_{students}_students_{machines}_machines": shared / 60,
+    }
 
 
 def report(name, value):
@@ -150,9 +206,14 @@ def main(argv=None):
     parser.add_argument(
         "--autograde-only", action="store_true", help="print the autograding figures only"
     )
+    parser.add_argument("--labs", nargs="+", help="the labs whose class is graded (default: all)")
+    parser.add_argument("--machines", type=int, default=4, help="N of the term estimate on N")
     args = parser.parse_args(argv)
-    if args.class_size < 1 or args.lab_class_size < 1:
-        parser.error("--class-size and --lab-class-size must be at least 1")
+    if args.class_size < 1 or args.lab_class_size < 1 or args.machines < 1:
+        parser.error("--class-size, --lab-class-size and --machines must be at least 1")
+    unknown = set(args.labs or ()) - set(paths.assignments())
+    if unknown:
+        parser.error(f"no such lab: {', '.join(sorted(unknown))} (expected NN_topic of source/)")
     first = paths.assignments()[0]
     report(
         "autograde_seconds_per_submission", autograde_seconds_per_submission(first, args.class_size)
@@ -161,7 +222,10 @@ def main(argv=None):
         "autograde_seconds_per_submission_unforked",
         autograde_seconds_per_submission(first, args.class_size, fork=False),
     )
-    for name, value in autograde_figures(args.class_size, args.lab_class_size).items():
+    figures = autograde_figures(args.class_size, args.lab_class_size, args.labs)
+    figures.update(queue_figures())
+    figures.update(term_estimates(figures, args.machines))
+    for name, value in figures.items():
         report(name, value)
     if args.autograde_only:
         return

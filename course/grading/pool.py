@@ -9,6 +9,11 @@ sandboxed kernels (unsandboxed ones when the workers' command line says
 submission, is killed and replaced (the zygote kills the kernels forked for it); that submission
 is reported not graded and its unfinished folder is graded again by the next run
 (`instructor.discard_unfinished`).
+
+`grade_class` grades a list of students on one machine. `grade_queue` takes them instead from
+the work queue of a PostgreSQL gradebook (`course.grading.queue`), which graders on other
+machines share: it claims a submission whenever a worker is free, renews its leases while it
+grades, records each outcome, and ends when the queue has nothing waiting or being graded.
 """
 
 import json
@@ -19,7 +24,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import zlib
 from collections import deque
 from dataclasses import dataclass
 
@@ -57,21 +61,6 @@ def checked_jobs(jobs):
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"jobs must be a positive whole number of workers, got {jobs!r}")
     return jobs
-
-
-def parse_share(text):
-    """ "K/N" as (K, N) with 0 <= K < N; ValueError naming the expected form otherwise."""
-    parts = str(text).split("/")
-    if len(parts) == 2 and all(part.strip().isdigit() for part in parts):
-        index, count = (int(part) for part in parts)
-        if 0 <= index < count:
-            return index, count
-    raise ValueError(f"a share is K/N with 0 <= K < N (e.g. 0/4), got {text!r}")
-
-
-def students_of_share(students, index, count):
-    """The students of share `index` of `count`: fixed by each id alone, whoever else submitted."""
-    return [s for s in students if zlib.crc32(s.encode("utf-8")) % count == index]
 
 
 def worker_command(assignment, sandboxed=True):
@@ -239,6 +228,61 @@ def collect(workers, command, root, environment, limit):
             workers[index] = Worker(command, root, environment)
         outcomes.append(outcome)
     return outcomes
+
+
+def grade_queue(assignment, queue, root, jobs=None, progress=None, sandboxed=True, **options):
+    """Grade the submissions `queue` hands this grader on `jobs` workers; {student: Outcome}.
+
+    Options: `limit` (seconds per submission), `prepare(claim)` (called before a claimed
+    submission is graded) and `graded(student)` (True if its grade was recorded to the end).
+    """
+    limit = options.get("limit", SUBMISSION_LIMIT_SECONDS)
+    prepare = options.get("prepare", lambda claim: None)
+    graded = options.get("graded", lambda student: True)
+    progress = progress or Progress(assignment, queue.unfinished())
+    sandbox.sweep_kernel_folders()
+    command = worker_command(assignment, sandboxed)
+    outcomes = {}
+    with zygote.shared() as environment:
+        workers = [Worker(command, root, environment) for _ in range(checked_jobs(jobs))]
+        setting = (command, root, environment, limit)
+        try:
+            while claim_for_idle(workers, queue, prepare) or queue.unfinished():
+                for outcome in collect(workers, *setting):
+                    outcomes[outcome.student] = outcome
+                    success = outcome.success and graded(outcome.student)
+                    queue.record(outcome.student, success, outcome.error)
+                    progress.update(len(outcomes), sum(not o.success for o in outcomes.values()))
+                renew_leases(workers, queue, setting)
+        finally:
+            progress.close()
+            queue.give_back([worker.student for worker in workers if worker.student])
+            for worker in workers:
+                worker.stop()
+    return outcomes
+
+
+def claim_for_idle(workers, queue, prepare):
+    """Give each idle worker the next submission of the queue; True if any worker is busy."""
+    for worker in workers:
+        if worker.student is None:
+            claim = queue.claim()
+            if claim is None:
+                break
+            prepare(claim)
+            worker.give(claim.student)
+    return any(worker.student is not None for worker in workers)
+
+
+def renew_leases(workers, queue, setting):
+    """Renew the leases of the submissions being graded; stop grading those no longer held."""
+    if not queue.renew_due():
+        return
+    lost = queue.renew([worker.student for worker in workers if worker.student])
+    for index, worker in enumerate(workers):
+        if worker.student in lost:  # another grader took it over: it must not be graded twice
+            worker.stop()
+            workers[index] = Worker(*setting[:3])
 
 
 # The worker's side: one process, run from the course root, that reads student ids on stdin, one

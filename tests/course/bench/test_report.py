@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from course.bench.report import cpu_seconds, parallel_ratio_ceiling, report
+from course.bench.report import cpu_seconds, parallel_ratio_ceiling, report, term_estimates
 
 
 def test_ceiling_is_the_ratio_with_every_core_busy():
@@ -34,3 +34,16 @@ def test_a_small_figure_keeps_its_significant_digits(capsys):
     report("parity", 1.0728836059570312e-06)
     report("seconds", 1.6851)
     assert capsys.readouterr().out == "parity: 1.07e-06\nseconds: 1.685\n"
+
+
+def test_the_term_on_n_machines_splits_each_lab_and_adds_the_queue():
+    figures = {
+        "class_autograde_seconds_per_submission_01_softmax": 1.0,
+        "class_autograde_seconds_per_submission_10_tiny_gpt": 6.0,
+        "queue_overhead_ms_per_submission": 30.0,
+    }
+    estimates = term_estimates(figures, machines=3, students=200)
+    assert estimates["term_estimate_minutes_200_students"] == pytest.approx(200 * 7 / 60)
+    # 67 submissions of each lab on the busiest machine, and 200/3 claims of 30 ms each
+    shared = 67 * 7 + 2 * 200 / 3 * 0.03
+    assert estimates["term_estimate_minutes_200_students_3_machines"] == pytest.approx(shared / 60)

@@ -1,39 +1,34 @@
 """The whole grading cycle against a real PostgreSQL gradebook, shared by parallel workers.
 
 A PostgreSQL server is started in a temporary data directory, reached on a Unix socket only
-(as the unprivileged user `nobody` when the tests run as root, since PostgreSQL refuses root).
+(`tests/postgres_server.py`).
 A scratch course whose nbgrader_config.py points `c.CourseDirectory.db_url` at it goes through
-release, collect (a Canvas export), autograde (two shares graded at once by two processes, as two
-machines would, then a run on two workers), manual grading through nbgrader's
-API (as the formgrader does it), feedback and grades; no SQLite file may appear.
+release, collect (a Canvas export), autograde (two graders sharing the gradebook's work queue at
+once, as two machines would, then a run on two workers that regrades nothing), manual grading
+through nbgrader's API (as the formgrader does it), feedback and grades; no SQLite file may
+appear.
 """
 
 import csv
-import glob
 import io
-import os
-import re
-import shutil
 import subprocess
 import sys
-import tempfile
 import zipfile
 from pathlib import Path
 
 import nbformat
 import pytest
 from nbgrader.api import Gradebook
+from postgres_server import postgres_server
 
 from course.coursedir import gradebook_db, paths
 from course.coursedir.nbgrader_run import instructor as run_instructor
 from course.coursedir.nbgrader_run import nbgrader_environment
 from course.coursedir.scratch import autograded_scores, scratch_course
+from course.grading import queue
 
 LAB = "01_softmax"
 NOTEBOOK = paths.lab_filename(LAB)
-DEBIAN_BINARIES = "/usr/lib/postgresql/*/bin/pg_ctl"
-SERVER_USER = "nobody"
-DATABASE = "gradebook"
 CANVAS_GRADEBOOK = (
     "\ufeffStudent,ID,SIS User ID,SIS Login ID,Section,Lab 01: Softmax (98765),"
     "Current Score,Final Score\n"
@@ -44,80 +39,11 @@ CANVAS_GRADEBOOK = (
 )
 
 
-def postgres_binaries():
-    """The folder of initdb, pg_ctl and postgres (on PATH, or Debian's), or None."""
-    found = shutil.which("pg_ctl") or next(iter(sorted(glob.glob(DEBIAN_BINARIES))[::-1]), None)
-    return Path(found).resolve().parent if found else None
-
-
-def as_server_user(command):
-    """`command` run as an unprivileged user when we are root (PostgreSQL refuses root)."""
-    return ["runuser", "-u", SERVER_USER, "--", *command] if os.geteuid() == 0 else command
-
-
-def run_server_command(command):
-    """Run a PostgreSQL program; fail the test with its output if it fails."""
-    result = subprocess.run(as_server_user(command), capture_output=True, text=True)
-    assert result.returncode == 0, f"{command[0]} failed:\n{result.stdout}\n{result.stderr}"
-
-
 @pytest.fixture(scope="module")
 def postgres_url():
     """A running PostgreSQL server with an empty database; its SQLAlchemy URL."""
-    binaries = postgres_binaries()
-    if binaries is None:
-        pytest.skip("PostgreSQL is not installed (apt-get install postgresql; .ci/run does it)")
-    home = Path(tempfile.mkdtemp(prefix="pg-"))  # short: a socket path has at most 107 bytes
-    if os.geteuid() == 0:
-        shutil.chown(home, SERVER_USER)
-    data = home / "data"
-    run_server_command(
-        [
-            str(binaries / "initdb"),
-            "-D",
-            str(data),
-            "-U",
-            "postgres",
-            "--auth=trust",
-            "--locale=C",
-            "-E",
-            "UTF8",
-            "--no-sync",
-        ]
-    )
-    options = f"-k {home} -c listen_addresses='' -c fsync=off"
-    run_server_command(
-        [
-            str(binaries / "pg_ctl"),
-            "-D",
-            str(data),
-            "-l",
-            str(home / "log"),
-            "-o",
-            options,
-            "-w",
-            "start",
-        ]
-    )
-    try:
-        create_database(home)
-        yield f"postgresql+psycopg2://postgres@/{DATABASE}?host={home}"
-    finally:
-        run_server_command([str(binaries / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"])
-        shutil.rmtree(home, ignore_errors=True)
-
-
-def create_database(socket_folder):
-    """CREATE DATABASE gradebook on the server listening in `socket_folder`."""
-    import psycopg2
-
-    connection = psycopg2.connect(host=str(socket_folder), user="postgres", dbname="postgres")
-    connection.autocommit = True
-    with connection.cursor() as cursor:
-        cursor.execute(f"CREATE DATABASE {DATABASE}")
-    connection.close()
-
-
+    with postgres_server() as url:
+        yield url
 
 
 def canvas_export(root, lab_01_work):
@@ -134,12 +60,12 @@ def canvas_export(root, lab_01_work):
             bundle.writestr(f"{prefix}_{NOTEBOOK}", nbformat.writes(nb))
 
 
-def grade_in_shares(root, count):
-    """Autograde share K of `count` in a process of its own each, all at once (as machines do)."""
+def grade_at_once(root, count):
+    """`count` graders of the class, each in a process of its own, all at once (as machines do)."""
     command = [sys.executable, "-m", "course.instructor", "autograde", LAB, "--root", str(root)]
     processes = [
         subprocess.Popen(
-            [*command, "--jobs", "1", "--share", f"{index}/{count}"],
+            [*command, "--jobs", "1"],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
@@ -169,7 +95,7 @@ def cycle(postgres_url, tmp_path_factory, lab_01_work):
     canvas_export(root, lab_01_work)
     (root / "exported.csv").write_text(CANVAS_GRADEBOOK, encoding="utf-8")
     steps = {"collect": run_instructor(root, "collect", LAB)}
-    steps["shares"] = grade_in_shares(root, 2)
+    steps["graders"] = grade_at_once(root, 2)
     steps["autograde"] = run_instructor(root, "autograde", LAB, "--jobs", "2")
     grade_by_hand(postgres_url, "12345", "written_stability", 2)
     steps["feedback"] = run_instructor(root, "feedback", LAB, "--provisional")
@@ -191,12 +117,14 @@ def test_every_step_succeeds_and_nothing_is_written_to_sqlite(cycle):
     assert not (cycle["root"] / "gradebook.db").exists()
 
 
-def test_shares_graded_at_once_then_a_parallel_run_fill_the_postgres_gradebook(cycle):
-    for output, returncode in cycle["shares"]:
+def test_two_graders_at_once_then_a_parallel_run_fill_the_postgres_gradebook(cycle):
+    for output, returncode in cycle["graders"]:
         assert returncode == 0, output
-    graded = [re.findall(r"(\d+) students? graded", output) for output, _ in cycle["shares"]]
-    assert sum(int(count) for found in graded for count in found) == 3, cycle["shares"]
+        assert "3 students graded" in output, output  # each reports the whole class
     assert "3 students graded" in cycle["autograde"].stdout, cycle["autograde"].stdout
+    finished = queue.Queue(cycle["url"], LAB).rows()
+    assert {state for state, *_ in finished.values()} == {"graded"}, finished
+    assert [gradings for _, _, gradings, _ in finished.values()] == [1, 1, 1], finished
     with Gradebook(cycle["url"]) as book:
         assert book.find_assignment(LAB).max_score == 10
         assert len(book.assignment_submissions(LAB)) == 3

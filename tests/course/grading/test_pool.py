@@ -312,21 +312,12 @@ def test_sqlite_gradebooks_wait_for_other_writers():
         gradebook_db.shared_url("")
 
 
-def test_shares_split_a_class_between_machines_whoever_else_submitted():
-    students = [f"s{number:03d}" for number in range(200)]
-    shares = [pool.students_of_share(students, index, 4) for index in range(4)]
-    assert sorted(s for share in shares for s in share) == students
-    assert all(20 < len(share) < 80 for share in shares)
-    assert pool.students_of_share(students[:50], 1, 4) == [
-        s for s in shares[1] if s in students[:50]
-    ]
-
-
-@pytest.mark.parametrize("text", ["4/4", "1", "-1/4", "a/b", "1/0", ""])
-def test_a_share_must_be_k_of_n(text):
-    with pytest.raises(ValueError, match="K/N with 0 <= K < N"):
-        pool.parse_share(text)
-    assert pool.parse_share("3/4") == (3, 4)
+def test_make_autograde_refuses_an_empty_regrade_id(capsys):
+    with pytest.raises(SystemExit) as stopped:
+        instructor.main(["autograde", LAB, "--regrade", "s001,,s002"])
+    assert stopped.value.code == 2
+    assert "REGRADE must be student ids separated by commas" in capsys.readouterr().err
+    assert instructor.students_argument("s001, s002") == ["s001", "s002"]
 
 
 @pytest.mark.parametrize("sandboxed", [True, False])
