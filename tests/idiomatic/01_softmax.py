@@ -114,11 +114,13 @@ def temperature_for_entropy(scores: torch.Tensor, target: float) -> torch.Tensor
     if length < 2 or target <= 0 or target >= math.log(length):
         raise ValueError(f"need 0 < target < ln({length}) = {math.log(max(length, 1)):.4f}, "
                          f"got target={target}")
-    span = (scores.max(-1, keepdim=True).values - scores.min(-1, keepdim=True).values)
+    scores = scores - scores.max(-1, keepdim=True).values   # the gap of a near tie stays exact
+    span = -scores.min(-1, keepdim=True).values
     if (span == 0).any():
         raise ValueError("a row of equal scores has the same entropy at every temperature")
+    gap = -scores.topk(2, dim=-1).values[..., 1:]            # largest minus second largest
     low_beta = torch.full_like(span, 1e-7) / span    # nearly uniform
-    high_beta = torch.full_like(span, 1e7) / span    # nearly one-hot
+    high_beta = 1e3 / torch.where(gap > 0, gap, span)  # one-hot: e^-1000 is 0
     for _ in range(120):
         beta = (low_beta * high_beta).sqrt()
         sharp_enough = row_entropy(scores, beta) <= target
@@ -143,13 +145,16 @@ def temperature_for_entropy(scores, target, steps=100):
         raise ValueError(f"need at least 2 scores per row, got {L}")
     if not 0 < target < math.log(L):
         raise ValueError(f"expected 0 < H < ln({L}) = {math.log(L):.4f}, got {target}")
-    lo = scores.max(dim=-1, keepdim=True).values - scores.min(dim=-1, keepdim=True).values
-    if (lo == 0).any():
+    top2 = scores.topk(2, dim=-1).values                                 # (..., 2)
+    s = scores - top2[..., :1]                                           # largest at 0, exactly
+    spread = -s.min(dim=-1, keepdim=True).values
+    if (spread == 0).any():
         raise ValueError("a row of equal scores: its weights are uniform at every temperature")
-    lo, hi = lo * 1e-6, lo * 1e6
+    gap = top2[..., :1] - top2[..., 1:]
+    lo, hi = torch.where(gap > 0, gap, spread) * 1e-3, spread * 1e6
     for _ in range(steps):
         mid = torch.sqrt(lo * hi)
-        hot = entropy(softmax(scores / mid, dim=-1)) > target
+        hot = entropy(softmax(s / mid, dim=-1)) > target
         lo, hi = torch.where(hot, lo, mid), torch.where(hot, mid, hi)
     return torch.sqrt(lo * hi)
 ''',

@@ -164,4 +164,6 @@ def log_sum_exp(scores, dims):
         raise ValueError(f"target must be between 0 and ln L, got {target}")
 ''', ""),
             "did not raise ValueError"),
+    Mistake("temperature_cold_bound_from_the_spread", "temperature_for_entropy", _TEMPERATURE,
+            "the entropy of rows whose two largest scores are 6e-5 and 1e-7 apart"),
 ]
