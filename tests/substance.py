@@ -12,7 +12,8 @@ raise`), conversions of the parameters (`lengths = torch.as_tensor(lengths)`) an
 (`if n is None: n = ...`) are left out, since a lecture seldom has them: a lecture cell wrapped
 in them is still the lecture cell. Only the functions a student writes count, not those a lab
 gives. The same measure compares an exercise with the cells its own lab shows (helpers, references
-and visible tests as released), which must not hold its answer either.
+and visible tests as released), with each visible test read together with the helpers it calls,
+and with the functions of `utils`: none of them may hold its answer either.
 """
 
 import ast
@@ -240,3 +241,58 @@ def exercise_share(functions, shown):
     sizes = [len(tokens_) for _, tokens_ in functions]
     share = sum(part * size for (_, part, _), size in zip(found, sizes, strict=True)) / sum(sizes)
     return share, found
+
+
+def module_units(source, label):
+    """Units of a module of `utils`: each function and method, named `label` and its name."""
+    return [
+        (f"{label} {function.name}", sequence)
+        for function in _functions(_parse(source))
+        if (sequence := _sequence(function.body, True))
+    ]
+
+
+def visible_test_units(cells, label):
+    """Units of the test cells of a notebook (a dict's cells, as released): each test cell's code
+    with the body of every function of the notebook it calls placed after the call, so that a
+    reference that a helper cell defines and the test calls counts as the test's own code."""
+    definitions = {}
+    for cell in cells:
+        if cell.get("cell_type") == "code":
+            for function in _functions(_parse(cell.get("source", ""))):
+                definitions.setdefault(function.name, function)
+    return [
+        (f"{label} test cell {number}", sequence)
+        for number, cell in enumerate(cells)
+        if cell.get("metadata", {}).get("nbgrader", {}).get("grade")
+        and cell.get("cell_type") == "code"
+        and (sequence := _test_sequence(_parse(cell.get("source", "")), definitions))
+    ]
+
+
+def _test_sequence(tree, definitions):
+    """Tokens of a test cell's statements, each followed by the bodies of the functions it calls."""
+    if tree is None:
+        return []
+    sequence, inlined = [], set()
+    for statement in tree.body:
+        if isinstance(statement, (ast.Import, ast.ImportFrom)):
+            continue
+        sequence += tokens(statement)
+        sequence += _called_bodies(statement, definitions, inlined)
+    return sequence
+
+
+def _called_bodies(node, definitions, inlined):
+    """Tokens of the bodies of the functions of `definitions` that `node` calls (and they call),
+    each once."""
+    found = []
+    for call in (n for n in ast.walk(node) if isinstance(n, ast.Call)):
+        name = getattr(call.func, "id", None)
+        if name in definitions and name not in inlined:
+            inlined.add(name)
+            body = definitions[name].body
+            found += _sequence(body, True)
+            for statement in body:
+                found += _called_bodies(statement, definitions, inlined)
+    return found
