@@ -10,7 +10,11 @@ The tests below (`make test-browser`) serve scratch copies of the course as `mak
 course graded locally (no exchange) shows no Release or Collect and says why
 (course/coursedir/local_formgrader.py); a course with an exchange of its own keeps them, and
 they work. A gradebook replaced while the server runs (a new term: other students) is read:
-a new student's submission opens (course/coursedir/gradebook_watch.py).
+a new student's submission opens (course/coursedir/gradebook_watch.py). A hand grade and a
+comment typed on a submission's page reach the gradebook whichever way the page was opened:
+from JupyterLab's menu, or straight from a link with the token; a save that fails says so on
+the page and locks its fields; a mistyped address answers 404 with no traceback in the log
+(course/coursedir/formgrader_pages.py).
 Screenshots go to `browser-screenshots/` (ignored by git).
 """
 
@@ -24,6 +28,7 @@ from local_servers import SCREENSHOTS, jupyter, launch_chromium
 from playwright.sync_api import expect, sync_playwright
 
 from course.coursedir import gradebook_db, gradebook_watch, notebooks, paths
+from course.coursedir.formgrader_pages import NOT_SAVED_ID
 from course.coursedir.local_formgrader import EXCHANGE_HEADERS
 from course.coursedir.nbgrader_run import instructor as run_instructor
 from course.coursedir.scratch import fill, scratch_course, solution_cells, submit
@@ -233,4 +238,114 @@ def test_a_gradebook_replaced_while_the_server_runs_opens_the_new_terms_students
     expect(page.locator("body")).not_to_contain_text("Invalid submission")
     expect(page.get_by_text("Submission 1 / 1")).to_be_visible()  # the new term's one student
     expect(page.get_by_text("def softmax(").first).to_be_visible(timeout=TIMEOUT)
+    page.close()
+
+
+# A hand grade typed on a submission's page: lab 01's written answer, worth 2 points.
+
+WRITTEN = "written_stability"
+LOADED = "() => window.formgrader && formgrader.grades.loaded && formgrader.comments.loaded"
+
+
+@pytest.fixture(scope="module")
+def grading_server(terms):
+    """The formgrader on the second term's course: (URL, token, root)."""
+    root = terms["term 2"]
+    with jupyter("server", root, f"--ServerApp.root_dir={root}") as (url, token):
+        yield url, token, root
+
+
+def hand_grade(root, student):
+    """(manual score, manual comment) of the student's written answer in the gradebook."""
+    notebook = paths.lab_filename(LAB).removesuffix(".ipynb")
+    with gradebook_db.open_gradebook(root) as gradebook:
+        submission = gradebook.find_submission_notebook(notebook, LAB, student)
+        grade = next(g for g in submission.grades if g.name == WRITTEN)
+        comment = next(c for c in submission.comments if c.name == WRITTEN)
+        return grade.manual_score, comment.manual_comment
+
+
+def type_hand_grade(frame, score, comment=None):
+    """Type a score (and a comment) on a loaded submission's page (a page or a frame's page)."""
+    frame.wait_for_function(LOADED, timeout=TIMEOUT)
+    frame.locator(f"#{WRITTEN}").fill(str(score))
+    frame.locator(f"#{WRITTEN}").press("Tab")  # a field saves when it is left
+    if comment is not None:
+        frame.locator(f"#{WRITTEN}-comment").fill(comment)
+        frame.locator(f"#{WRITTEN}-comment").press("Tab")
+
+
+def wait_for_hand_grade(root, student, expected, seconds=30):
+    """The student's hand grade once it is `expected`, or as it is after `seconds`."""
+    deadline = time.monotonic() + seconds
+    while (found := hand_grade(root, student)) != expected and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return found
+
+
+def test_a_grade_typed_on_a_page_opened_from_a_link_with_the_token_is_saved(
+    browser, grading_server
+):
+    url, token, root = grading_server
+    student = STUDENTS["term 2"]
+    page = browser.new_page(viewport={"width": 1280, "height": 800})  # no cookie of JupyterLab
+    page.goto(submission_page(url, token, root, student))
+    type_hand_grade(page, 1.5, "Opened from the token link.")
+    assert wait_for_hand_grade(root, student, (1.5, "Opened from the token link.")) == (
+        1.5, "Opened from the token link.")  # fmt: skip
+    expect(page.locator(f"#{NOT_SAVED_ID}")).to_have_count(0)
+    page.close()
+
+
+def test_a_grade_typed_on_a_page_opened_from_jupyterlab_is_saved(browser, grading_server):
+    url, token, root = grading_server
+    student = STUDENTS["term 2"]
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    page.goto(f"{url}/lab?token={token}")
+    page.locator("#jp-main-dock-panel").wait_for(timeout=TIMEOUT)
+    frame = open_formgrader(page)
+    frame.get_by_role("link", name="Manual Grading").first.click()
+    frame.get_by_role("link", name=LAB, exact=True).click()
+    frame.get_by_role("link", name=paths.lab_filename(LAB).removesuffix(".ipynb")).click()
+    frame.locator("a[href*='/formgrader/submissions/']").first.click()
+    frame.locator(f"#{WRITTEN}").wait_for(timeout=TIMEOUT)
+    graded = page.frame(url=re.compile("/formgrader/submissions/"))
+    type_hand_grade(graded, 2, "Opened from JupyterLab.")
+    assert wait_for_hand_grade(root, student, (2, "Opened from JupyterLab.")) == (
+        2, "Opened from JupyterLab.")  # fmt: skip
+    page.screenshot(path=SCREENSHOTS / "formgrader_hand_grade_from_jupyterlab.png")
+    page.close()
+
+
+def test_a_grade_that_does_not_reach_the_gradebook_is_said_so_and_no_more_is_taken(
+    browser, grading_server
+):
+    url, token, root = grading_server
+    student = STUDENTS["term 2"]
+    before = hand_grade(root, student)
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    page.goto(submission_page(url, token, root, student))
+    page.wait_for_function(LOADED, timeout=TIMEOUT)
+    page.context.clear_cookies()  # the log-in is gone: the server refuses what the page sends
+    type_hand_grade(page, 0.5)
+    note = page.locator(f"#{NOT_SAVED_ID}")
+    expect(note).to_be_visible(timeout=TIMEOUT)
+    expect(note).to_contain_text("NOT in the gradebook")
+    expect(note).to_contain_text("type it there")
+    for field in (f"#{WRITTEN}", f"#{WRITTEN}-comment"):
+        expect(page.locator(field)).to_be_disabled()
+    SCREENSHOTS.mkdir(exist_ok=True)
+    page.screenshot(path=SCREENSHOTS / "formgrader_not_saved.png")
+    assert hand_grade(root, student) == before
+    page.close()
+
+
+def test_a_mistyped_formgrader_address_answers_404_and_logs_no_traceback(browser, grading_server):
+    url, token, root = grading_server
+    page = browser.new_page()
+    answer = page.goto(f"{url}/formgrader/manage_assignment?token={token}")  # no final s
+    assert answer.status == 404
+    expect(page.locator("body")).to_contain_text("404")
+    assert wait_for_log(root, "404 GET /formgrader/manage_assignment")
+    assert "Traceback" not in (root / "jupyter.log").read_text()
     page.close()
