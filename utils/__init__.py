@@ -1,3 +1,3 @@
 """Helpers that the course notebooks import: data, training, seq2seq, recipe, transformer, text,
-gpt, encoder_decoder, plots, interactive, display, memory, timing, validation, grading, review,
-validate_findings. Students install this package, and only this one."""
+gpt, encoder_decoder, translation, plots, interactive, display, memory, timing, validation,
+grading, review, validate_findings. Students install this package, and only this one."""
