@@ -142,6 +142,18 @@ def test_each_grade_is_in_the_gradebook_once(sequential):
         assert submissions == 1 and grades == distinct == len(cell_scores(root, LAB, student))
 
 
+def test_a_run_regrades_only_the_students_asked_for(sequential, tmp_path):
+    one_root, _, one_message = sequential
+    root = copy_course(one_root, tmp_path / "course")
+    notebooks_of = {s: paths.autograded(root, s, LAB) / NOTEBOOK for s in ("mistake", "blank")}
+    before = {s: path.stat().st_mtime_ns for s, path in notebooks_of.items()}
+    ok, message = instructor.autograde(LAB, root, jobs=1, regrade=["mistake"])
+    assert relative(message, root) == relative(one_message, one_root)
+    assert notebooks_of["mistake"].stat().st_mtime_ns > before["mistake"]
+    assert notebooks_of["blank"].stat().st_mtime_ns == before["blank"]
+    assert submission_counts(root) == submission_counts(one_root)
+
+
 def run_autograde(root, jobs):
     """Start `python -m course.instructor autograde` as `make autograde JOBS=jobs` does."""
     command = [sys.executable, "-m", "course.instructor", "autograde", LAB, "--root", str(root)]
