@@ -20,8 +20,13 @@ class Limits:
     processes: int = 64  # processes and threads of its user and of its control group: no fork bomb
     cpu_seconds: int = 900  # CPU time of each process: a backstop far above a test's 30 s
     file_bytes: int = 32 * MiB  # largest file it may write: no lab writes one
-    open_files: int = 256  # of each process: a kernel and its sockets need a few dozen
+    # of each process: a kernel that has trained a model and drawn a figure holds 62. Each may be
+    # a socket, whose buffers no address-space limit counts (SOCKET_BUFFER_OPTIONS).
+    open_files: int = 128
     tmp_bytes: int = 64 * MiB  # each of /tmp and the home folder: they are memory
+    # files of each of /tmp and the home folder (a submission has at most 1000). tmpfs keeps
+    # extended attributes in the space of its inodes, so this bounds them too (Linux >= 6.6).
+    tmp_files: int = 4096
     shared_memory_bytes: int = 16 * MiB  # System V shared memory, sandbox whole: no lab uses it
     ipc_objects: int = 16  # System V segments, and likewise message queues and semaphore sets
     socket_folder_bytes: int = 1 * MiB  # the folder of its connection file and sockets
@@ -31,6 +36,10 @@ class Limits:
 # The sandbox's root and /dev are tmpfs holding only mount points and links: a little each.
 ROOT_BYTES = 1 * MiB
 DEVICE_FOLDER_BYTES = 64 * KiB
+ROOT_FILES = DEVICE_FOLDER_FILES = 256  # of each: no tmpfs of the sandbox has Linux's default
+# What tmpfs counts against a file's inode besides its data (Linux's BOGO_INODE_SIZE): its
+# extended attributes share nr_inodes x this.
+TMPFS_INODE_BYTES = 1 * KiB
 # System V IPC beyond the limits above: Linux's own defaults, which nothing needs raised.
 MESSAGE_BYTES, MESSAGE_QUEUE_BYTES = 8192, 16384  # one message, one queue
 SEMAPHORES_PER_SET = 32
@@ -164,6 +173,17 @@ DENIED = (
     "nfsservctl",
     "lookup_dcookie",
 )
+# Extended attributes: no notebook sets one, and on tmpfs they are kernel memory. Denied with
+# ENOTSUP, as on a file system without them (Python's shutil.copystat then skips them).
+XATTR_WRITES = ("setxattr", "lsetxattr", "fsetxattr", "setxattrat")
+# setsockopt(SOL_SOCKET, ...) options that enlarge a socket's buffers (SO_SNDBUF, SO_RCVBUF and
+# their FORCE forms): denied, so every socket keeps Linux's default buffers (net.core.wmem_default)
+# and the memory queued in a sandbox's sockets is bounded by its processes and open files.
+SOCKET_BUFFER_OPTIONS = (7, 8, 32, 33)
+SOL_SOCKET = 1
+# System calls newer than the libseccomp a machine may have (2.5 knows none of these), by their
+# number in the table that x86_64 and aarch64 share for every call since Linux 5.1.
+NEWER_CALL_NUMBERS = {"statmount": 457, "listmount": 458, "setxattrat": 463, "open_tree_attr": 467}
 # What makes System V IPC objects ("ipc": all of System V IPC on machines that multiplex it):
 # denied where its limits could not be set; neither torch nor multiprocessing uses it.
 SYSTEM_V_IPC = ("shmget", "msgget", "semget", "ipc")

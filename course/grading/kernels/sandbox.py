@@ -80,6 +80,7 @@ from course.grading.kernels.linux import (
 )
 from course.grading.kernels.policy import (
     DEVICE_FOLDER_BYTES,
+    DEVICE_FOLDER_FILES,
     DEVICES,
     HOME,
     KEPT_ENVIRONMENT,
@@ -87,6 +88,7 @@ from course.grading.kernels.policy import (
     MESSAGE_QUEUE_BYTES,
     PRIVATE_FOLDERS,
     ROOT_BYTES,
+    ROOT_FILES,
     SEMAPHORES_PER_SET,
     SYSTEM_DIRS,
     UID_BASE,
@@ -188,20 +190,21 @@ def _wait_and_exit(pid, report):
 def _build_root(new_root, folder, ipc_dir, uid, limits):
     """Mount the sandbox's file system at `new_root`."""
     mount(None, "/", flags=MS_REC | MS_PRIVATE)
-    mount("tmpfs", new_root, "tmpfs", MS_NOSUID | MS_NODEV, f"size={ROOT_BYTES},mode=755")
+    options = f"size={ROOT_BYTES},nr_inodes={ROOT_FILES},mode=755"
+    mount("tmpfs", new_root, "tmpfs", MS_NOSUID | MS_NODEV, options)
     # The private folders first: a course installed under /tmp or /home is bound inside them.
     _make_devices(new_root / "dev")
     # A new /proc, of the new PID namespace: mounted while the old root (and its /proc) is still
     # visible, which Linux requires of a user namespace that is not the first.
     (new_root / "proc").mkdir()
     mount("proc", new_root / "proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-    size = limits.tmp_bytes
+    size = f"size={limits.tmp_bytes},nr_inodes={limits.tmp_files}"
     tmp = new_root / "tmp"
     tmp.mkdir()
-    mount("tmpfs", tmp, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=1777")
+    mount("tmpfs", tmp, "tmpfs", MS_NOSUID | MS_NODEV, f"{size},mode=1777")
     home = new_root / HOME.lstrip("/")
     home.mkdir(parents=True)
-    options = f"size={size},mode=700,uid={uid},gid={uid}"
+    options = f"{size},mode=700,uid={uid},gid={uid}"
     mount("tmpfs", home, "tmpfs", MS_NOSUID | MS_NODEV, options)
     _copy_folder(folder, home / folder.name, uid)
     for path in readable_paths():
@@ -361,7 +364,8 @@ def _empty_but_one_folder(folder):
 def _make_devices(dev):
     """A /dev with only the harmless character devices, and /dev/fd."""
     dev.mkdir()
-    mount("tmpfs", dev, "tmpfs", MS_NOSUID | MS_NOEXEC, f"size={DEVICE_FOLDER_BYTES},mode=755")
+    options = f"size={DEVICE_FOLDER_BYTES},nr_inodes={DEVICE_FOLDER_FILES},mode=755"
+    mount("tmpfs", dev, "tmpfs", MS_NOSUID | MS_NOEXEC, options)
     for name in DEVICES:
         (dev / name).touch()
         mount(f"/dev/{name}", dev / name, flags=MS_BIND)

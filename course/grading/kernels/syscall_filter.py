@@ -4,10 +4,13 @@
 its privileges. It denies the kernel interfaces that no notebook needs and that widen what a process
 can reach: new namespaces (the way to regain capabilities), other processes' memory, the kernel
 keyring, BPF, performance counters, userfaultfd, io_uring, mounts, kernel modules, kexec, the clock,
-and every socket but a Unix one (the list: `policy.DENIED`). A denied call fails with an errno
-(EPERM; EAFNOSUPPORT for a socket, EOPNOTSUPP for a netlink one; ENOSYS for clone3, whose flags
-seccomp cannot read, so that the C library falls back to clone), so Python code sees an OSError.
-Everything else is allowed.
+and every socket but a Unix one (the list: `policy.DENIED`). It also denies setting extended
+attributes (tmpfs keeps them in memory; ENOTSUP, as on a file system without them) and enlarging
+a socket's buffers (setsockopt SO_SNDBUF, SO_RCVBUF and their FORCE forms): what a socket queues
+is then Linux's default, whatever mode the sandbox's limits are in. A denied call fails with an
+errno (EPERM; EAFNOSUPPORT for a socket, EOPNOTSUPP for a netlink one; ENOSYS for clone3, whose
+flags seccomp cannot read, so that the C library falls back to clone), so Python code sees an
+OSError. Everything else is allowed.
 
 Where a sandbox has no control group (its limits are per process only), memfd_create is denied
 too, with ENOSYS, as though Linux had none: the memory of an anonymous file outlives its mappings,
@@ -17,7 +20,8 @@ Where the sandbox could not set the System V IPC limits of its namespace, System
 (EPERM): neither torch nor Python's multiprocessing uses it (their shared memory is in /dev/shm).
 
 The filter names system calls and libseccomp resolves them for the machine's own architecture;
-a name that architecture lacks is skipped. libseccomp (libseccomp.so.2) comes through the
+a call newer than the libseccomp installed is found by its number (`policy.NEWER_CALL_NUMBERS`),
+and a name that architecture lacks is skipped. libseccomp (libseccomp.so.2) comes through the
 `pyseccomp` package. Without it no kernel is sandboxed: `install` raises SandboxError.
 """
 
@@ -37,7 +41,14 @@ from course.grading.kernels.linux import (
     SandboxError,
     libc,
 )
-from course.grading.kernels.policy import DENIED, SYSTEM_V_IPC
+from course.grading.kernels.policy import (
+    DENIED,
+    NEWER_CALL_NUMBERS,
+    SOCKET_BUFFER_OPTIONS,
+    SOL_SOCKET,
+    SYSTEM_V_IPC,
+    XATTR_WRITES,
+)
 
 try:
     import pyseccomp
@@ -72,8 +83,11 @@ def build(memory_files=True, system_v_ipc=True):
     rules.set_attr(pyseccomp.Attr.CTL_TSYNC, 1)
     for name in DENIED:
         _deny(rules, name, errno.EPERM)
+    for name in XATTR_WRITES:
+        _deny(rules, name, errno.ENOTSUP)
     _deny_new_namespaces(rules)
     _deny_sockets(rules)
+    _deny_larger_socket_buffers(rules)
     for change in _personality_changes():
         _deny(rules, "personality", errno.EPERM, change)
     if not memory_files:
@@ -105,9 +119,20 @@ def _require_library():
 
 def _deny(rules, name, error, *conditions):
     """Make system call `name` fail with `error` (when all `conditions` hold), if it exists here."""
-    if pyseccomp.resolve_syscall(pyseccomp.Arch.NATIVE, name) < 0:  # not on this architecture
-        return
-    rules.add_rule(pyseccomp.ERRNO(error), name, *conditions)
+    number = call_number(name)
+    if number is not None:
+        rules.add_rule(pyseccomp.ERRNO(error), number, *conditions)
+
+
+def call_number(name):
+    """The number of system call `name` here: libseccomp's, else NEWER_CALL_NUMBERS' on the
+    architectures that share them; None where this architecture has no such call."""
+    number = pyseccomp.resolve_syscall(pyseccomp.Arch.NATIVE, name)
+    if number >= 0:
+        return number
+    if pyseccomp.system_arch() in (pyseccomp.Arch.X86_64, pyseccomp.Arch.AARCH64):
+        return NEWER_CALL_NUMBERS.get(name)
+    return None
 
 
 def _deny_new_namespaces(rules):
@@ -129,6 +154,13 @@ def _deny_sockets(rules):
     # the kernel on EPERM or EAFNOSUPPORT.
     netlink = pyseccomp.Arg(0, pyseccomp.EQ, socket.AF_NETLINK)
     _deny(rules, "socket", NETLINK_REFUSED, netlink)
+
+
+def _deny_larger_socket_buffers(rules):
+    """Deny setsockopt(SOL_SOCKET, option) for each option that sets a socket's buffer size."""
+    level = pyseccomp.Arg(1, pyseccomp.EQ, SOL_SOCKET)
+    for option in SOCKET_BUFFER_OPTIONS:
+        _deny(rules, "setsockopt", errno.EPERM, level, pyseccomp.Arg(2, pyseccomp.EQ, option))
 
 
 def _namespace_flags():

@@ -109,6 +109,73 @@ def test_system_v_ipc_is_denied_where_its_limits_could_not_be_set(call):
     assert in_filtered_child(look, filtered=False) == errno.EPERM
 
 
+def xattr_refusals(path):
+    """The errno of setting an extended attribute on `path` by each call (0: it was set)."""
+
+    def attempt(call):
+        try:
+            call()
+        except OSError as error:
+            return error.errno
+        return 0
+
+    with open(path, "rb") as opened:
+        found = {
+            "setxattr": attempt(lambda: os.setxattr(path, "user.hoard", b"x" * 4000)),
+            "lsetxattr": attempt(
+                lambda: os.setxattr(path, "user.hoard", b"x", follow_symlinks=False)
+            ),
+            "fsetxattr": attempt(lambda: os.setxattr(opened.fileno(), "user.hoard", b"x")),
+        }
+    # setxattrat(AT_FDCWD, path, flags, name, NULL, 0), a call newer than libseccomp 2.5
+    number = syscall_filter.call_number("setxattrat")
+    arguments = [-100, ctypes.c_char_p(str(path).encode()), 0, ctypes.c_char_p(b"user.hoard")]
+    result = LIBC.syscall(ctypes.c_long(number), *arguments, None, ctypes.c_size_t(0))
+    found["setxattrat"] = ctypes.get_errno() if result == -1 else 0
+    return found
+
+
+def test_no_extended_attribute_can_be_set_by_any_call(tmp_path):
+    target = tmp_path / "file"
+    target.write_text("")
+    refused = in_filtered_child(lambda: xattr_refusals(target))
+    assert refused == dict.fromkeys(policy.XATTR_WRITES, errno.ENOTSUP)
+
+
+def socket_buffer_options():
+    """The errno of setsockopt for each buffer option and for one that sets no buffer."""
+    found = {}
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as opened:
+        for option in (*policy.SOCKET_BUFFER_OPTIONS, socket.SO_PASSCRED):
+            try:
+                opened.setsockopt(socket.SOL_SOCKET, option, 4 * 2**20)
+                found[option] = 0
+            except OSError as error:
+                found[option] = error.errno
+    return found
+
+
+def test_no_socket_buffer_can_be_enlarged_and_other_options_still_work():
+    refused = in_filtered_child(socket_buffer_options)
+    expected = {str(option): errno.EPERM for option in policy.SOCKET_BUFFER_OPTIONS}
+    assert refused == {**expected, str(socket.SO_PASSCRED): 0}
+    assert {socket.SO_SNDBUF, socket.SO_RCVBUF} <= set(policy.SOCKET_BUFFER_OPTIONS)
+
+
+@pytest.mark.parametrize("name", sorted(policy.NEWER_CALL_NUMBERS))
+def test_calls_newer_than_libseccomp_are_denied_by_number(name):
+    if syscall_filter.call_number(name) is None:
+        pytest.skip(f"{name} has no known number on this architecture")
+    number = syscall_filter.call_number(name)
+
+    def look():
+        result = LIBC.syscall(ctypes.c_long(number), *[ctypes.c_long(0)] * 5)
+        return ctypes.get_errno() if result == -1 else 0
+
+    expected = errno.ENOTSUP if name in policy.XATTR_WRITES else errno.EPERM
+    assert in_filtered_child(look) == expected
+
+
 def refusals(family):
     """The errno of socket(family) and of socketpair(family) in this process."""
     codes = []
