@@ -1,11 +1,16 @@
-"""Read, transform, execute and write notebooks deterministically."""
+"""Read, transform, execute and write notebooks deterministically.
+
+Executed notebooks are stored as the same bytes on every host and under any load: how a
+kernel's output was cut into messages is not kept (see `merge_streams`), nor are timings or
+live widgets. Reading and writing need nbformat alone (the student edition needs no more);
+executing needs nbclient too.
+"""
 
 import ast
 import os
 import re
 
 import nbformat
-from nbclient import NotebookClient
 
 from utils.review import defined_names
 
@@ -68,6 +73,8 @@ def clear_outputs(nb):
 
 def execute(nb, cwd, timeout=CELL_TIMEOUT, allow_errors=False):
     """Execute a notebook in place with a fresh kernel started in `cwd`."""
+    from nbclient import NotebookClient  # only here: reading and writing need nbformat alone
+
     client = NotebookClient(
         nb,
         timeout=timeout,
@@ -79,7 +86,39 @@ def execute(nb, cwd, timeout=CELL_TIMEOUT, allow_errors=False):
         resources={"metadata": {"path": str(cwd)}},
     )
     client.execute()
-    return drop_widget_views(nb)
+    return merge_streams(drop_widget_views(nb))
+
+
+STREAM_ORDER = {"stdout": 0, "stderr": 1}
+
+
+def merge_streams(nb):
+    """Store, in place, each run of consecutive stream outputs as one stdout, then one stderr.
+
+    A kernel sends what a cell prints in as many messages as its buffers were flushed, which
+    depends on how busy the machine is, and it flushes stdout and stderr apart; stored as they
+    came, the same cell would give other bytes on another run.
+    """
+    for cell in nb.cells:
+        if cell.get("outputs"):
+            cell.outputs = merged_streams(cell.outputs)
+    return nb
+
+
+def merged_streams(outputs):
+    """`outputs` with each run of consecutive stream outputs as one stdout, then one stderr."""
+    merged, run = [], []
+    for output in [*outputs, None]:
+        if output is not None and output.output_type == "stream":
+            run.append(output)
+            continue
+        for name in sorted({part.name for part in run}, key=lambda n: (STREAM_ORDER.get(n, 2), n)):
+            text = "".join(part.text for part in run if part.name == name)
+            merged.append(nbformat.v4.new_output("stream", name=name, text=text))
+        run = []
+        if output is not None:
+            merged.append(output)
+    return merged
 
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
