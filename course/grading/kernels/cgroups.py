@@ -39,7 +39,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from course.grading.kernels.policy import CPU_SHARES, CPU_WEIGHT
+from course.grading.kernels.policy import CPU_SHARES, CPU_WEIGHT, Limits
 
 CONTROLLERS = ("memory", "pids", "cpu")
 V1, V2, RLIMITS = "cgroup v1", "cgroup v2", "rlimits"
@@ -62,11 +62,32 @@ class Mode:
     reason: str
     parents: tuple = ()  # the folders that hold the sandboxes' groups: one per hierarchy
 
-    def describe(self):
-        """One line for the autograde summary."""
+    def describe(self, limits=None):
+        """One line for the autograde summary: the mode, why, and the bounds in force."""
         if self.kind == RLIMITS:
-            return f"sandbox limits: rlimits, per process only ({self.reason})"
-        return f"sandbox limits: one {self.kind} group per sandbox ({self.reason})"
+            head = f"sandbox limits: rlimits, per process only ({self.reason})"
+        else:
+            head = f"sandbox limits: one {self.kind} group per sandbox ({self.reason})"
+        return f"{head}; {bounds(self.kind, limits or Limits())}"
+
+
+def bounds(kind, limits):
+    """What a sandbox may use in mode `kind` (V1, V2 or RLIMITS), from `limits` (policy.Limits)."""
+    gib, mib = 1 << 30, 1 << 20
+    each = (
+        f"each process {limits.memory_bytes / gib:g} GiB of address space and "
+        f"{limits.open_files} open files; /tmp and home {limits.tmp_bytes // mib} MiB and "
+        f"{limits.tmp_files} files each; socket buffers at Linux's default, no extended attribute"
+    )
+    if kind == RLIMITS:
+        return (
+            f"{each}; {limits.processes} processes of its user; NOT bounded as a whole: memory "
+            f"(up to {limits.processes} x {limits.memory_bytes / gib:g} GiB) nor CPU share"
+        )
+    return (
+        f"as a whole {limits.sandbox_memory_bytes / gib:g} GiB of memory without swap, "
+        f"{limits.processes} processes and threads, an equal CPU share; {each}"
+    )
 
 
 @dataclass(frozen=True)
