@@ -80,20 +80,21 @@ LOCK := $(if $(UNLOCKED),,-c requirements.lock)
 EDITION_REPOSITORY ?=
 EDITION_BRANCH ?= main
 
-$(STAMP): requirements.txt requirements.lock pyproject.toml \
-		jupyter-config/jupyter_server_config.d/utils.json \
-		jupyter-config/lab/settings/overrides.d/course.json
+# The server configuration: Validate lists each cell's findings too (utils/validate_findings.py),
+# and the formgrader's pages are the course's (course/coursedir/), in every server here.
+SERVER_CONFIG := jupyter-config/jupyter_server_config.d/utils.json
+# JupyterLab asks nobody here about Jupyter news (its pop-up covers the end of outputs).
+LAB_SETTINGS := jupyter-config/lab/settings/overrides.d/course.json
+PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check
+TORCH_INSTALL := $(if $(TORCH_CPU),$(PIP) --no-deps --extra-index-url $(TORCH_CPU_INDEX) "$(TORCH_CPU)")
+
+$(STAMP): requirements.txt requirements.lock pyproject.toml $(SERVER_CONFIG) $(LAB_SETTINGS)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(if $(TORCH_CPU),$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps \
-		--extra-index-url $(TORCH_CPU_INDEX) "$(TORCH_CPU)")
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt $(LOCK)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
-	# Validate lists each cell's findings too (utils/validate_findings.py), in every server here.
-	install -D -m 644 jupyter-config/jupyter_server_config.d/utils.json \
-		$(VENV)/etc/jupyter/jupyter_server_config.d/utils.json
-	# JupyterLab asks nobody here about Jupyter news (its pop-up covers the end of outputs).
-	install -D -m 644 jupyter-config/lab/settings/overrides.d/course.json \
-		$(VENV)/share/jupyter/lab/settings/overrides.d/course.json
+	$(TORCH_INSTALL)
+	$(PIP) -r requirements.txt $(LOCK)
+	$(PIP) --no-deps --no-build-isolation -e .
+	install -D -m 644 $(SERVER_CONFIG) $(VENV)/etc/jupyter/jupyter_server_config.d/utils.json
+	install -D -m 644 $(LAB_SETTINGS) $(VENV)/share/jupyter/lab/settings/overrides.d/course.json
 	touch $(STAMP)
 
 lab: $(STAMP)
@@ -106,9 +107,11 @@ test: $(STAMP)
 	$(MAKE) --no-print-directory --jobs=2 --output-sync=target nbval && \
 	echo "make test: all checks passed in $$(( $$(date +%s) - start )) s"
 
+BROWSER_CHECKS := tests/browser/jupyterlab_check.py tests/browser/pages_check.py \
+	tests/browser/formgrader_check.py
+
 test-browser: $(STAMP)
-	$(BIN)/pytest tests/browser/jupyterlab_check.py tests/browser/pages_check.py \
-		tests/browser/formgrader_check.py
+	$(BIN)/pytest $(BROWSER_CHECKS)
 
 test-hub: $(STAMP)
 	COURSE_HUB_TEST=1 $(BIN)/pytest -s tests/deploy/test_hub.py tests/deploy/test_lti_hub.py
@@ -140,15 +143,26 @@ $(NBVAL_PATHS:%=nbval-%): nbval-%: $(STAMP)
 release: $(STAMP)
 	$(BIN)/python -m course.coursedir.release $(ASSIGNMENT) $(if $(FORCE),--force)
 
-edition: $(STAMP)
-	$(BIN)/python -m course.coursedir.edition \
-		$(if $(EDITION_REPOSITORY),--repository $(EDITION_REPOSITORY) --branch $(EDITION_BRANCH))
+# Writing the edition needs nbformat alone: .venv's Python once it is set up (make lab, make
+# test), else a small environment of its own, build/edition-env/, with nbformat as locked.
+EDITION_ENV := build/edition-env
+EDITION_PYTHON := $(if $(wildcard $(STAMP)),$(BIN)/python,$(EDITION_ENV)/bin/python)
+EDITION_ONLINE := $(if $(EDITION_REPOSITORY),--repository $(EDITION_REPOSITORY) --branch $(EDITION_BRANCH))
+
+$(EDITION_ENV)/bin/python:
+	@echo "make edition: a small environment to write it with, $(EDITION_ENV)/ (nbformat only)"
+	@$(PYTHON) -m venv $(EDITION_ENV)
+	@$(EDITION_ENV)/bin/python -m pip install --quiet --disable-pip-version-check nbformat $(LOCK)
+
+edition: $(EDITION_PYTHON)
+	@$(EDITION_PYTHON) -m course.coursedir.edition $(EDITION_ONLINE)
 
 # Without the old lock, so that a pin moved in requirements.txt takes what it needs (for a lock
 # with nothing left over from earlier pins, rm -rf .venv first).
 lock:
 	$(MAKE) --no-print-directory --always-make $(STAMP) UNLOCKED=1
-	{ sed -n '1,/^$$/p' requirements.lock; $(BIN)/python -m pip freeze --all --exclude-editable \
+	@echo "make lock: requirements.lock from what .venv holds now"
+	@{ sed -n '1,/^$$/p' requirements.lock; $(BIN)/python -m pip freeze --all --exclude-editable \
 		--disable-pip-version-check | grep -v '^pip==' | sed 's/+cpu$$//'; } > requirements.lock.new
 	mv requirements.lock.new requirements.lock
 	touch $(STAMP)
@@ -159,24 +173,28 @@ lectures: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m course.bench
 
+# The options of the grading commands, each on one line when echoed.
+AUTOGRADE_OPTIONS = $(strip $(if $(UNSANDBOXED),--unsandboxed) $(if $(JOBS),--jobs $(JOBS)) \
+	$(if $(REGRADE),--regrade $(REGRADE)))
+GRADES_OPTIONS = --lms-gradebook "$(LMS_GRADEBOOK)" --lms-column "$(LMS_COLUMN)" \
+	$(if $(PROVISIONAL),--provisional)
+LTI_GRADES_OPTIONS = $(strip $(if $(PROVISIONAL),--provisional) $(if $(REPLACE_FINAL),--replace-final))
+
 autograde: $(STAMP)
-	$(BIN)/python -m course.instructor autograde $(ASSIGNMENT) $(if $(UNSANDBOXED),--unsandboxed) \
-		$(if $(JOBS),--jobs $(JOBS)) $(if $(REGRADE),--regrade $(REGRADE))
+	$(BIN)/python -m course.instructor autograde $(ASSIGNMENT) $(AUTOGRADE_OPTIONS)
 
 feedback: $(STAMP)
 	$(BIN)/python -m course.instructor feedback $(ASSIGNMENT) $(if $(PROVISIONAL),--provisional)
 
 grades: $(STAMP)
-	$(BIN)/python -m course.instructor grades $(ASSIGNMENT) \
-		--lms-gradebook "$(LMS_GRADEBOOK)" --lms-column "$(LMS_COLUMN)" $(if $(PROVISIONAL),--provisional)
+	$(BIN)/python -m course.instructor grades $(ASSIGNMENT) $(strip $(GRADES_OPTIONS))
 
 collect: $(STAMP)
 	$(BIN)/python -m course.instructor collect $(ASSIGNMENT)
 
 .PHONY: lti-grades
 lti-grades: $(STAMP)
-	$(BIN)/python -m course.lms.lti grades $(ASSIGNMENT) $(if $(PROVISIONAL),--provisional) \
-		$(if $(REPLACE_FINAL),--replace-final)
+	$(BIN)/python -m course.lms.lti grades $(ASSIGNMENT) $(LTI_GRADES_OPTIONS)
 
 clean:
 	rm -rf autograded feedback upload grades.csv browser-screenshots .pytest_cache .ruff_cache .import_linter_cache

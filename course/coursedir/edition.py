@@ -4,18 +4,25 @@ Usage, from the repository root (``make edition``):
 ``python -m course.coursedir.edition [--out build/student] [--repository OWNER/NAME] [--branch B]``
 
 It holds the lectures (notebooks/), the labs of release/ (as labs/), the `utils` package with its
-corpus, a pyproject.toml that installs `utils` alone, binder/ and a student README: no solution,
-no hidden test, no source/ and no instructor tool. In each lecture the output of the cell that
+corpus, a pyproject.toml that installs `utils` alone with the course's JupyterLab settings
+(jupyter-config/), binder/ and a student README: no solution, no hidden test, no source/ and no
+instructor tool (nor utils/validate_findings.py, which serves nbgrader's Validate on a course's
+JupyterHub: the edition's install has no nbgrader). In each lecture the output of the cell that
 answers a "Predict, then run." question is left out, so the student runs it to see the answer;
 every other output is kept. With a repository (where the edition is published on GitHub), each
 notebook opens with an "Open in Colab" badge and a first cell that installs `utils` on Colab
-only. The folder is also written as a zip beside it.
+only. The folder is also written as a zip beside it, the same bytes from the same sources.
+
+It needs nbformat alone (`make edition` makes a small environment for it when .venv is not set
+up), and it executes nothing: the outputs are those stored in notebooks/.
 """
 
 import argparse
+import os
 import re
 import shutil
 import tomllib
+import zipfile
 from pathlib import Path
 
 import nbformat
@@ -32,10 +39,20 @@ BRANCH = re.compile(r"[A-Za-z0-9._/-]+")
 COLAB_BADGE = "https://colab.research.google.com/assets/colab-badge.svg"
 COLAB_CELL = """\
 # On Colab only: install the course's package `utils` (Colab's own torch and Jupyter stay).
+# pip's "you may need to restart the kernel" does not apply the first time: nothing of `utils`
+# was imported yet. (Installing a newer course over it: Runtime > Restart session, then go on.)
 if "google.colab" in str(get_ipython()):
     %pip install --quiet --no-deps "git+https://github.com/{repository}@{branch}"
 """
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints")
+# utils/validate_findings.py is a server extension of the course's JupyterHub (it needs nbgrader).
+UTILS_IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints",
+                                       "validate_findings.py")
+# JupyterLab's settings for the course (no Jupyter news pop-up over the outputs), which the
+# edition's pyproject.toml installs where JupyterLab reads them, as the Makefile does for .venv.
+LAB_SETTINGS = "jupyter-config/lab/settings/overrides.d/course.json"
+LAB_SETTINGS_HOME = "share/jupyter/lab/settings/overrides.d"  # under the environment's prefix
+ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # every file of the zip: the bytes do not depend on when
 STUDENT_GITIGNORE = ".venv/\n__pycache__/\n*.egg-info/\n.ipynb_checkpoints/\nbuild/\n"
 
 
@@ -114,7 +131,8 @@ def student_pyproject(root):
         f"dependencies = {toml_list(project['dependencies'])}\n\n"
         f"[project.optional-dependencies]\njupyter = {toml_list(jupyter)}\n\n"
         '[tool.setuptools.packages.find]\ninclude = ["utils*"]\n\n'
-        '[tool.setuptools.package-data]\nutils = ["corpus/*.txt", "corpus/README.md"]\n'
+        '[tool.setuptools.package-data]\nutils = ["corpus/*.txt", "corpus/README.md"]\n\n'
+        f'[tool.setuptools.data-files]\n"{LAB_SETTINGS_HOME}" = ["{LAB_SETTINGS}"]\n'
     )
 
 
@@ -123,9 +141,26 @@ def toml_list(strings):
     return "[\n" + "".join(f'    "{text}",\n' for text in strings) + "]"
 
 
-def student_readme(online):
+def lesson_range(root):
+    """The lectures' numbers as the README gives them: "01 to 11"."""
+    numbers = [path.name[:2] for path in paths.lecture_notebooks(root)]
+    if not numbers:
+        raise ValueError(f"{Path(root) / 'notebooks'}: expected the lectures, found none")
+    return f"{numbers[0]} to {numbers[-1]}"
+
+
+def torch_requirement(root):
+    """The course's requirement on torch, as pyproject.toml states it: "torch>=2.13"."""
+    project = tomllib.loads((Path(root) / "pyproject.toml").read_text())["project"]
+    return next(need for need in project["dependencies"] if re.match(r"torch\b", need))
+
+
+def student_readme(online, root=paths.ROOT):
     """The student README; its Colab and Binder section only when the edition is online."""
     text = (STUDENT_FILES / "README.md").read_text()
+    for name, value in (("{lessons}", lesson_range(root)), ("{torch}", torch_requirement(root)),
+                        ("{lesson_count}", str(len(paths.lecture_notebooks(root))))):
+        text = text.replace(name, value)
     online_part = re.compile(r"<!-- online -->\n(.*?)<!-- /online -->\n", re.DOTALL)
     if not online:
         return online_part.sub("", text)
@@ -134,11 +169,26 @@ def student_readme(online):
     return text.replace("{repository}", repository).replace("{branch}", branch)
 
 
-def build(edition=EDITION, root=paths.ROOT, repository=None, branch="main"):
+def write_zip(folder):
+    """Write `folder` as folder.zip beside it: its files in order, all dated ZIP_TIME."""
+    folder = Path(folder)
+    archive = folder.with_name(folder.name + ".zip")
+    files = sorted(path for path in folder.rglob("*") if path.is_file())
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as bundle:
+        for path in files:
+            entry = zipfile.ZipInfo(path.relative_to(folder.parent).as_posix(), ZIP_TIME)
+            entry.compress_type = zipfile.ZIP_DEFLATED
+            entry.external_attr = (0o755 if os.access(path, os.X_OK) else 0o644) << 16
+            bundle.writestr(entry, path.read_bytes())
+    return archive
+
+
+def build(edition=EDITION, root=paths.ROOT, repository=None, branch="main", say=None):
     """Write the student edition into the new or emptied folder `edition`, and its zip beside it.
 
-    Returns the path of the zip.
+    `say(line)` is told what is written, step by step. Returns the path of the zip.
     """
+    say = say or (lambda line: None)
     if repository:
         check_repository(repository, branch)
     online = (repository, branch) if repository else None
@@ -147,13 +197,21 @@ def build(edition=EDITION, root=paths.ROOT, repository=None, branch="main"):
         shutil.rmtree(edition)
     edition.mkdir(parents=True)
     write_lectures(root, edition, online)
+    say(f"  notebooks/  the lectures {lesson_range(root)} and the notation page, each without "
+        "the outputs it asks to predict")
     write_labs(root, edition, online)
-    shutil.copytree(Path(root) / "utils", edition / "utils", ignore=IGNORED)
+    say(f"  {LABS}/       the {len(paths.assignments(root))} labs of release/, to fill in")
+    shutil.copytree(Path(root) / "utils", edition / "utils", ignore=UTILS_IGNORED)
     shutil.copytree(BINDER, edition / "binder", ignore=IGNORED)
+    settings = edition / LAB_SETTINGS
+    settings.parent.mkdir(parents=True)
+    shutil.copy(Path(root) / LAB_SETTINGS, settings)
     (edition / "pyproject.toml").write_text(student_pyproject(root))
-    (edition / "README.md").write_text(student_readme(online))
+    (edition / "README.md").write_text(student_readme(online, root))
     (edition / ".gitignore").write_text(STUDENT_GITIGNORE)
-    return Path(shutil.make_archive(str(edition), "zip", edition.parent, edition.name))
+    say("  utils/, pyproject.toml (installs utils and the course's JupyterLab settings), "
+        f"binder/, README.md{' (with Colab and Binder)' if online else ''}")
+    return write_zip(edition)
 
 
 def main(argv=None):
@@ -163,11 +221,14 @@ def main(argv=None):
     parser.add_argument("--repository", help="OWNER/NAME: where the edition is published on GitHub")
     parser.add_argument("--branch", default="main", help="the edition's branch there")
     args = parser.parse_args(argv)
+    print(f"make edition: the student edition, from notebooks/ and release/ as they are stored, "
+          f"into {args.out}/")
     try:
-        archive = build(args.out, repository=args.repository, branch=args.branch)
+        archive = build(args.out, repository=args.repository, branch=args.branch, say=print)
     except ValueError as error:
         parser.error(str(error))
-    print(f"student edition: {args.out}/ and {archive}")
+    size = archive.stat().st_size / 1e6
+    print(f"student edition: {args.out}/ and {archive} ({size:.1f} MB)")
 
 
 if __name__ == "__main__":

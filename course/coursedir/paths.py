@@ -32,7 +32,8 @@ def source_lab(assignment, root=ROOT):
 
 def lecture_notebooks(root=ROOT):
     """Paths of the lecture notebooks, in order (not the notation page)."""
-    return sorted((Path(root) / "notebooks").glob("[0-9][1-9]_*.ipynb"))
+    found = (Path(root) / "notebooks").glob("[0-9][0-9]_*.ipynb")
+    return sorted(path for path in found if path.name != NOTATION)
 
 
 def default_gradebook_url(root=ROOT):

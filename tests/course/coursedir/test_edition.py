@@ -97,7 +97,7 @@ def answer_lines():
 def test_the_edition_holds_the_lectures_labs_utils_and_a_readme_only(student_edition):
     top = {path.name for path in student_edition.iterdir()}
     assert top == {"README.md", "pyproject.toml", ".gitignore", "binder", "notebooks", "labs",
-                   "utils"}
+                   "utils", "jupyter-config"}
     lectures = {p.name for p in (paths.ROOT / "notebooks").glob("*.ipynb")}
     assert {p.name for p in (student_edition / "notebooks").iterdir()} == lectures
     labs = {f"{lab}/{paths.lab_filename(lab)}" for lab in paths.assignments()}
@@ -114,6 +114,21 @@ def test_the_zip_holds_the_folder(built):
     on_disk = {f"student/{p.relative_to(folder).as_posix()}" for p in folder.rglob("*")
                if p.is_file()}
     assert zipped == on_disk
+
+
+def test_the_edition_is_the_same_bytes_when_written_again(built, tmp_path):
+    folder, archive = built
+    again = edition.build(tmp_path / "student", repository=REPOSITORY, branch="main")
+    assert again.read_bytes() == archive.read_bytes()
+
+
+def test_writing_the_edition_needs_nbformat_alone():
+    heavy = ("nbclient", "nbconvert", "nbgrader", "jupyter_client", "torch", "numpy")
+    check = ("import sys, course.coursedir.edition; "
+             f"print(sorted(m for m in sys.modules if m.split('.')[0] in {heavy!r}))")
+    result = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True,
+                            cwd=paths.ROOT, check=True)
+    assert result.stdout.strip() == "[]", result.stdout
 
 
 def test_no_solution_and_no_hidden_test_is_in_the_edition(student_edition):
@@ -134,6 +149,28 @@ def test_no_instructor_tool_is_in_the_edition(student_edition):
         assert "course.coursedir" not in text and "nbgrader_config" not in text, name
         assert "solutions/" not in text and "source/" not in text, name
     assert json.dumps(sorted(texts)).count("release/") == 0
+
+
+def test_the_edition_names_only_what_its_install_has(student_edition):
+    texts = edition_texts(student_edition)
+    assert "utils/validate_findings.py" not in texts  # a server extension that needs nbgrader
+    readme = texts["README.md"]
+    assert "Validate" not in readme and "validate" not in readme
+    lectures = len(paths.lecture_notebooks())
+    assert re.search(rf"\b{lectures}\s+lessons", readme)
+    assert f"the lectures, 01 to {lectures:02d}," in readme
+    check = "jupyter nbconvert --to notebook --execute --output-dir build labs/NN_topic/"
+    assert check in readme  # a check a student can run, as the grader runs the lab
+
+
+def test_the_linux_install_asks_pytorchs_index_for_torch_alone(student_edition):
+    readme = (student_edition / "README.md").read_text()
+    commands = [line for line in readme.splitlines() if line.startswith(".venv/bin/pip")]
+    assert not [line for line in commands if "--extra-index-url" in line], commands
+    from_pytorch = [line for line in commands if "download.pytorch.org" in line]
+    torch = edition.torch_requirement(paths.ROOT)  # "torch>=2.13"
+    assert from_pytorch == [
+        f'.venv/bin/pip install --index-url https://download.pytorch.org/whl/cpu "{torch}"']
 
 
 def test_each_prediction_is_left_to_run_and_every_other_output_kept(student_edition):
@@ -257,6 +294,14 @@ def test_the_edition_installs_alone(installed, student_edition):
                                str(Path(location).parents[1])],
                               capture_output=True, text=True, env=plain_environment()).stdout
     assert "attention-step-by-step" in pip_list and "torch" not in pip_list
+
+
+@pytest.mark.slow  # a virtual environment of its own
+def test_the_install_brings_the_courses_jupyterlab_settings(installed):
+    settings = installed.parents[1] / edition.LAB_SETTINGS_HOME / "course.json"
+    assert settings.read_text() == (paths.ROOT / edition.LAB_SETTINGS).read_text()
+    assert json.loads(settings.read_text())["@jupyterlab/apputils-extension:notification"] == {
+        "fetchNews": "false"}
 
 
 def run_in_edition(nb, folder, python, monkeypatch, tmp_path):
