@@ -1,26 +1,26 @@
 """The instructor's button for grades back by LTI: /user/<instructor>/course-lti/grades.
 
 A page of the instructor's own server (so only those who may open it, as for the formgrader)
-that names the LMS course the course is linked to (`lti/lms_course.json`, see deploy/lti_login.py)
-and lists the course's labs, each with "Send grades" and "Send, provisional too". A button runs
-`python -m course.lms.lti grades NN_topic` (what `make lti-grades` runs) in the instructor's copy
-of the course, and the page shows its report. An instructor's launch that names no lab lands
-here, and so does the launch that links the course. Enabled for the instructor by
-deploy/jupyter/instructor/jupyter_server_config.d/lti_grades_page.json.
+that names the LMS course the course is linked to (as the hub recorded it, read with
+`course.lms.launches`) and lists the course's labs, each with "Send grades" and "Send,
+provisional too". A button runs `python -m course.lms.lti grades NN_topic` (what `make
+lti-grades` runs) in the instructor's copy of the course, and the page shows its report. An
+instructor's launch that names no lab lands here, and so does the launch that links the course.
+Enabled for the instructor by deploy/jupyter/instructor/jupyter_server_config.d/
+lti_grades_page.json.
 """
 
 import asyncio
 import html
-import json
 import sys
 
 import class_settings
 from jupyter_server.base.handlers import JupyterHandler
 from jupyter_server.utils import url_path_join
-from lti_login import LMS_COURSE_FILE, course_name
 from tornado import web
 
 from course.coursedir import paths
+from course.lms import launches
 
 SEND_SECONDS = 600
 PAGE = """<!DOCTYPE html>
@@ -46,15 +46,14 @@ ROW = """<tr><td>{lab}</td><td><form method="post">{xsrf}
 
 def linked_course(course):
     """The paragraph that names the LMS course the course is linked to (HTML)."""
-    path = course / "lti" / LMS_COURSE_FILE
-    if not path.exists():
+    linked = launches.read_link(course / launches.LTI_FOLDER)
+    if linked is None:
         return NOT_LINKED
-    linked = json.loads(path.read_text())
     fields = {
-        "name": course_name(linked),
-        "deployment": linked.get("deployment_id") or "not known yet",
-        "by": linked.get("linked_by", ""),
-        "time": linked.get("time", ""),
+        "name": linked.name,
+        "deployment": linked.deployment_id or "not known yet",
+        "by": linked.linked_by,
+        "time": linked.time,
     }
     return LINKED.format(**{k: html.escape(str(v)) for k, v in fields.items()})
 

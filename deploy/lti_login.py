@@ -21,6 +21,7 @@ platform's keys, its issuer, audience, age and nonce). Here, on top of it:
   the course's line-items service the launch carried. With these course/lms/lti.py finds each
   lab's column and each student; the id_token itself is also the user's auth_state (read with
   `admin:auth_state`), but only the latest launch's;
+* the record is course/lms/launches.py's: its files, their schema, reading and writing;
 * the course's key pair (`<course>/lti/tool_key.pem`, made on first use, owned by the
   instructor) signs the grade sender's token requests; the hub serves its public half as a
   JWKS at /hub/lti/jwks, the tool's "Public keyset URL".
@@ -32,6 +33,7 @@ import grp
 import json
 import os
 import pwd
+from dataclasses import replace
 from datetime import UTC, datetime
 from urllib.parse import parse_qs, quote, urlsplit
 
@@ -44,7 +46,7 @@ from tornado import web
 from traitlets import Bool, Set, Unicode
 
 from course.coursedir import paths
-from course.lms import lti
+from course.lms import launches, lti
 
 CLAIM = "https://purl.imsglobal.org/spec/lti/claim/"
 AGS_CLAIM = "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"
@@ -57,7 +59,6 @@ SETTINGS = {
     "token_url": "COURSE_LTI_TOKEN_URL",
     "jwks_url": "COURSE_LTI_JWKS_URL",
 }
-LMS_COURSE_FILE = "lms_course.json"
 REFUSED = "This launch from your LMS was refused: {reason}. Open the lab again from the LMS; " \
     "if it is refused again, tell your instructor what this page says."  # fmt: skip
 
@@ -87,7 +88,12 @@ def refused(status, reason):
 
 def lti_folder(owner=class_settings.INSTRUCTOR):
     """<course>/lti/: the instructor's, 0700, ignored by git; made if missing."""
-    return lti.lti_folder(class_settings.course_folder(owner), pwd.getpwnam(owner))
+    return launches.lti_folder(class_settings.course_folder(owner), pwd.getpwnam(owner))
+
+
+def instructor_account():
+    """The instructor's `pwd` entry: who owns what the hub writes in <course>/lti/."""
+    return pwd.getpwnam(class_settings.INSTRUCTOR)
 
 
 def tool_key(owner=class_settings.INSTRUCTOR):
@@ -166,43 +172,25 @@ def now():
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def read_private(name):
-    """A JSON file of <course>/lti/, or None when there is none yet."""
-    path = lti_folder() / name
-    return json.loads(path.read_text()) if path.exists() else None
-
-
-def write_private(name, value):
-    """Write a JSON file of <course>/lti/ atomically, the instructor's and private to them."""
-    path = lti_folder() / name
-    partial = path.with_suffix(".partial")
-    partial.write_text(json.dumps(value, indent=1, sort_keys=True))
-    account = pwd.getpwnam(class_settings.INSTRUCTOR)
-    os.chown(partial, account.pw_uid, account.pw_gid)
-    os.chmod(partial, 0o600)
-    partial.replace(path)
-
-
 def record_launch(name, claims, lab, platform):
-    """Add a launch to <course>/lti/launches.json, under its LMS course, user, lab and link.
+    """Record a launch in <course>/lti/launches.json, under its LMS course, user, lab and link.
 
     It replaces only the same user's earlier launch of the same resource link: a launch from
     another LMS course never replaces this course's lineitem.
     """
-    record = read_private("launches.json") or {}
-    record["platform"] = {k: platform[k] for k in ("issuer", "client_id", "deployment_id",
-                                                   "token_url")}  # fmt: skip
     endpoint = claims.get(AGS_CLAIM, {})
-    link = claims.get(CLAIM + "resource_link", {}).get("id", "")
-    labs = record.setdefault("launches", {}).setdefault(context_of(claims)["id"], {})
-    labs.setdefault(name, {}).setdefault(lab, {})[link] = {
-        "sub": claims["sub"],
-        "lineitem": endpoint.get("lineitem", ""),
-        "lineitems": endpoint.get("lineitems", ""),
-        "scope": endpoint.get("scope", []),
-        "time": now(),
-    }
-    write_private("launches.json", record)
+    launch = launches.Launch(
+        context=context_of(claims).id,
+        user=name,
+        lab=lab,
+        link=claims.get(CLAIM + "resource_link", {}).get("id", ""),
+        sub=claims["sub"],
+        lineitem=endpoint.get("lineitem", ""),
+        lineitems=endpoint.get("lineitems", ""),
+        scope=tuple(endpoint.get("scope", [])),
+        time=now(),
+    )
+    launches.record_launch(lti_folder(), launch, platform, instructor_account())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -210,35 +198,27 @@ def record_launch(name, claims, lab, platform):
 
 
 def context_of(claims):
-    """The LMS course a launch comes from: the `id`, `label` and `title` of its context claim."""
+    """The LMS course a launch comes from (a LinkedCourse): the `id`, `label` and `title` of its
+    context claim."""
     context = claims.get(CLAIM + "context") or {}
-    return {key: str(context.get(key, "")) for key in ("id", "label", "title")}
-
-
-def course_name(course):
-    """An LMS course as people know it: "Attention, Step by Step" (ATTN, id 2)."""
-    known = [part for part in (course.get("label"), f"id {course['id']}") if part]
-    title = course.get("title")
-    return f'"{title}" ({", ".join(known)})' if title else ", ".join(known)
+    return launches.LinkedCourse(*(str(context.get(key, "")) for key in ("id", "label", "title")))
 
 
 def context_problem(linked, course, deployment, role):
     """Why a launch from the LMS course `course` may not enter the course `linked` to, or ""."""
-    if not course["id"]:
+    if not course.id:
         return "the launch names no LMS course (its context claim is missing)"
     if linked is None:
         if role == "instructor":
             return ""
         return ("the course is not linked to an LMS course yet: the instructor opens one of its "
                 "activities in the LMS first")  # fmt: skip
-    if course["id"] != linked["id"]:
-        return (f"this course's hub serves the LMS course {course_name(linked)}, and this "
-                f"activity is in the LMS course {course_name(course)}: open the lab from "
-                f"{course_name(linked)}")  # fmt: skip
-    if linked.get("deployment_id") and deployment != linked["deployment_id"]:
-        return (f"the LMS course {course_name(course)} launched through deployment "
-                f"{deployment!r}, and the course is linked to deployment "
-                f"{linked['deployment_id']!r}")  # fmt: skip
+    if course.id != linked.id:
+        return (f"this course's hub serves the LMS course {linked.name}, and this activity is "
+                f"in the LMS course {course.name}: open the lab from {linked.name}")  # fmt: skip
+    if linked.deployment_id and deployment != linked.deployment_id:
+        return (f"the LMS course {course.name} launched through deployment {deployment!r}, "
+                f"and the course is linked to deployment {linked.deployment_id!r}")  # fmt: skip
     return ""
 
 
@@ -248,21 +228,21 @@ def link_course(linked, course, deployment, name):
     The link's file names the LMS course (id, label, title), the deployment, who linked it and
     when; what the launch adds to a link already complete changes nothing.
     """
-    if linked and linked.get("deployment_id"):
+    if linked and linked.deployment_id:
         return linked
-    linked = {**course, "deployment_id": deployment, "linked_by": name, "time": now(),
-              **({"linked_by": linked["linked_by"]} if linked else {})}  # fmt: skip
-    write_private(LMS_COURSE_FILE, linked)
+    linked = replace(course, deployment_id=deployment, linked_by=linked.linked_by if linked
+                     else name, time=now())  # fmt: skip
+    launches.write_link(lti_folder(), linked, instructor_account())
     return linked
 
 
 def link_from_configuration(context_id):
     """COURSE_LTI_CONTEXT_ID: link the course to that LMS course (relinking it if need be)."""
-    linked = read_private(LMS_COURSE_FILE)
-    if linked and linked["id"] == context_id:
+    linked = launches.read_link(lti_folder())
+    if linked and linked.id == context_id:
         return
-    link = {"id": context_id, "label": "", "title": "", "linked_by": "COURSE_LTI_CONTEXT_ID"}
-    write_private(LMS_COURSE_FILE, {**link, "time": now()})
+    link = launches.LinkedCourse(context_id, linked_by="COURSE_LTI_CONTEXT_ID", time=now())
+    launches.write_link(lti_folder(), link, instructor_account())
 
 
 class CourseLTIAuthenticator(LTI13Authenticator):
@@ -297,7 +277,7 @@ class CourseLTIAuthenticator(LTI13Authenticator):
         if problem:
             raise refused(403, problem)
         lab = launched_lab(claims)
-        linked, course = read_private(LMS_COURSE_FILE), context_of(claims)
+        linked, course = launches.read_link(lti_folder()), context_of(claims)
         problem = context_problem(linked, course, deployment, role)
         if problem:
             raise refused(403, problem)

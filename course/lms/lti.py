@@ -6,11 +6,11 @@
 Run from the course folder, with the course's Python: the hub's (on the hub, as the
 instructor) or .venv's (`make lti-grades` runs the same).
 
-The hub (deploy/lti_login.py) records each launch in `lti/launches.json` of the course folder:
-the platform (issuer, client id, deployment id, token URL) and, per LMS course, user, lab and
-resource link (the activity), the user's `sub`, the lineitem and the course's `lineitems`
-service the launch carried. Grades go only to the LMS course the course is linked to,
-`lti/lms_course.json`, into the lab's current column: the sender reads the course's line items
+The hub (deploy/lti_login.py) records each launch in the course folder's `lti/`
+(`course.lms.launches`): the platform (issuer, client id, deployment id, token URL) and, per LMS
+course, user, lab and resource link (the activity), the user's `sub`, the lineitem and the
+course's `lineitems` service the launch carried. Grades go only to the LMS course the course is
+linked to, into the lab's current column: the sender reads the course's line items
 (its gradebook's columns for the tool) and takes the one whose resource link is an activity the
 lab was launched from, by anyone, the teacher included. A student's score goes there whether
 or not they launched that activity (their `sub` comes from any launch of theirs in the course),
@@ -40,11 +40,10 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from course.coursedir import gradebook_db, paths, submissions
 from course.coursedir.words import counted
+from course.lms import launches as records
+from course.lms.launches import hand_over, lti_folder
 
-LTI_FOLDER = "lti"
 KEY_FILE = "tool_key.pem"
-LAUNCHES_FILE = "launches.json"
-LMS_COURSE_FILE = "lms_course.json"
 SCORE_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/score"
 LINEITEM_READ_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem.readonly"
 LINEITEM_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem"
@@ -87,22 +86,6 @@ class Grade:
 # The course's folder for LTI, and its key
 
 
-def lti_folder(root=paths.ROOT, owner=None):
-    """`lti/` of the course folder, private to its owner and ignored by git; made if missing.
-
-    `owner` (a `pwd` entry) is who gets what is made here, when a root process (the hub) makes it.
-    """
-    folder = Path(root) / LTI_FOLDER
-    if not folder.is_dir():
-        folder.mkdir(mode=0o700)
-        hand_over(owner, folder)
-    ignore = folder / ".gitignore"
-    if not ignore.exists():
-        ignore.write_text("*\n")
-        hand_over(owner, ignore)
-    return folder
-
-
 def tool_key(root=paths.ROOT, owner=None):
     """The course's private RSA key (lti/tool_key.pem), made on first use (given to `owner`)."""
     path = lti_folder(root, owner) / KEY_FILE
@@ -118,12 +101,6 @@ def tool_key(root=paths.ROOT, owner=None):
             handle.write(pem)
         hand_over(owner, path)
     return serialization.load_pem_private_key(path.read_bytes(), password=None)
-
-
-def hand_over(owner, path):
-    """Give `path` to `owner` (a `pwd` entry), without following a link; nothing if None."""
-    if owner is not None:
-        os.chown(path, owner.pw_uid, owner.pw_gid, follow_symlinks=False)
 
 
 def public_jwk(key):
@@ -144,45 +121,32 @@ def jwks(root=paths.ROOT):
 # The launches the hub recorded
 
 
-def read_record(root, name):
-    """A JSON file the hub writes in lti/ (see the module's docstring), or None before any."""
-    path = Path(root) / LTI_FOLDER / name
-    return json.loads(path.read_text()) if path.exists() else None
-
-
-def course_launches(launches, context_id):
-    """(user, lab, link, launch) of each launch recorded from the LMS course `context_id`."""
-    for user, labs in launches.get("launches", {}).get(context_id, {}).items():
-        for lab, links in labs.items():
-            for link, launch in links.items():
-                yield user, lab, link, launch
-
-
 def lms_users(launches):
     """Each user's LMS id (`sub`), from their latest launch of any lab of the course."""
     latest = {}
-    for user, _, _, launch in launches:
-        if user not in latest or launch["time"] > latest[user]["time"]:
-            latest[user] = launch
-    return {user: launch["sub"] for user, launch in latest.items()}
+    for launch in launches:
+        if launch.user not in latest or launch.time > latest[launch.user].time:
+            latest[launch.user] = launch
+    return {user: launch.sub for user, launch in latest.items()}
 
 
 def lab_links(launches, assignment):
     """The activities a lab was launched from, by anyone: {resource link: its latest launch}."""
     links = {}
-    for _, lab, link, launch in launches:
-        if lab == assignment and (link not in links or launch["time"] > links[link]["time"]):
-            links[link] = launch
+    for launch in launches:
+        if launch.lab == assignment and (launch.link not in links
+                                         or launch.time > links[launch.link].time):  # fmt: skip
+            links[launch.link] = launch
     return links
 
 
 def service_of(launches):
     """(the course's `lineitems` URL, the AGS scopes) of its latest launch that names them."""
-    named = [launch for _, _, _, launch in launches if launch.get("lineitems")]
+    named = [launch for launch in launches if launch.lineitems]
     if not named:
         return "", []
-    latest = max(named, key=lambda launch: launch["time"])
-    return latest["lineitems"], latest.get("scope") or []
+    latest = max(named, key=lambda launch: launch.time)
+    return latest.lineitems, list(latest.scope)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -373,10 +337,7 @@ def read_sent(root, assignment):
 
 def write_sent(root, assignment, sent):
     """Save what was sent of a lab (atomically: a failure never loses a grade already sent)."""
-    path = sent_path(root, assignment)
-    partial = path.with_suffix(".partial")
-    partial.write_text(json.dumps(sent, indent=1, sort_keys=True))
-    partial.replace(path)
+    records.write_private(sent_path(root, assignment), sent)
 
 
 def final_sent(record, lineitem):
@@ -427,23 +388,33 @@ class Delivery:
         return self
 
 
+def recorded(root):
+    """(the platform, the Launches from the LMS course the course is linked to) that the hub
+    recorded in the course folder `root`; (None, []) before the course is linked and launched."""
+    folder = Path(root) / records.LTI_FOLDER
+    (platform, launches), linked = records.read_launches(folder), records.read_link(folder)
+    if platform is None or linked is None:
+        return None, []
+    return platform, records.course_launches(launches, linked.id)
+
+
 def send_grades(assignment, root=paths.ROOT, provisional=False, session=None,
                 replace_final=False):  # fmt: skip
     """Send each graded student's score of a lab to the lab's column in the linked LMS course;
     (ok, report)."""
-    launches, linked = read_record(root, LAUNCHES_FILE), read_record(root, LMS_COURSE_FILE)
-    if launches is None or linked is None:
-        return False, f"{assignment}: no LTI launch recorded yet ({LTI_FOLDER}/{LAUNCHES_FILE})"
+    platform, course = recorded(root)
+    if platform is None:
+        where = f"{records.LTI_FOLDER}/{records.LAUNCHES_FILE}"
+        return False, f"{assignment}: no LTI launch recorded yet ({where})"
     grades, not_graded = lab_grades(assignment, root)
     held = [g.student for g in grades if g.pending and not provisional]
     to_send = [g for g in grades if g.student not in held]
-    course = list(course_launches(launches, linked["id"]))
     users = lms_users(course)
     never = [g.student for g in to_send if g.student not in users]
     to_send = [g for g in to_send if g.student in users]
     outcome = Delivery([], [], [], [])
     if to_send:
-        deliver(assignment, root, launches["platform"], to_send, course,
+        deliver(assignment, root, platform, to_send, course,
                 outcome, session, replace_final)  # fmt: skip
     lines = report(assignment, outcome, never, not_graded, held, grades)
     return not outcome.failed, "\n".join(lines)
@@ -453,7 +424,7 @@ def deliver(assignment, root, platform, grades, course, outcome, session=None,
             replace_final=False):  # fmt: skip
     """Find the lab's column, then post each grade that changed; record each success at once.
 
-    `course` is the launches from the linked LMS course (course_launches). A provisional score
+    `course` is the Launches from the linked LMS course. A provisional score
     for a student whose final score is in the column is held back, unless `replace_final`.
     """
     session = session or requests.Session()
@@ -510,7 +481,7 @@ def find_columns(root, platform, course, session):
 def lab_columns(columns, links):
     """The lab's columns: those of the activities (resource links) it was launched from, or
     whose lineitem a launch of it carried."""
-    carried = {bare(launch["lineitem"]) for launch in links.values() if launch.get("lineitem")}
+    carried = {bare(launch.lineitem) for launch in links.values() if launch.lineitem}
     return [column for column in columns if column.link in links or bare(column.url) in carried]
 
 
@@ -524,8 +495,9 @@ def column_for(student, columns, course, assignment):
     student launched last; None when there is none, or several and they launched none."""
     if len(columns) == 1:
         return columns[0]
-    mine = sorted(((launch["time"], link, launch.get("lineitem", "")) for user, lab, link, launch
-                   in course if user == student and lab == assignment), reverse=True)  # fmt: skip
+    launched = [launch for launch in course if (launch.user, launch.lab) == (student, assignment)]
+    mine = sorted(((launch.time, launch.link, launch.lineitem) for launch in launched),
+                  reverse=True)  # fmt: skip
     for _, link, lineitem in mine:
         for column in columns:
             if column.link == link or (lineitem and bare(column.url) == bare(lineitem)):
@@ -543,7 +515,7 @@ def unplaced(assignment, columns, links):
     if not links:
         return f"no activity of {assignment} was ever opened from the LMS course: " + \
             OPEN_ONCE.format(lab=assignment)  # fmt: skip
-    if not any(launch.get("lineitem") for launch in links.values()):
+    if not any(launch.lineitem for launch in links.values()):
         return (f"{assignment}'s activity takes no grades in the LMS (its launches carry no "
                 "column): give it a grade (Grade type Point) in its settings, then "
                 + OPEN_ONCE.format(lab=assignment))  # fmt: skip

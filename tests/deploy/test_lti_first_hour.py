@@ -19,7 +19,6 @@ maximum grade in the LMS gets every score again, as its share of the new maximum
 
 import asyncio
 import html
-import json
 import os
 import pwd
 import re
@@ -42,7 +41,7 @@ from ltiauthenticator.lti13.validator import LTI13LaunchValidator
 from test_lti_grades import LAB, grade_written_answer, graded_course  # noqa: F401 - a fixture
 
 from course.coursedir import paths
-from course.lms import lti
+from course.lms import launches, lti
 
 sys.path.insert(0, str(paths.ROOT / "deploy"))
 import lti_login  # noqa: E402 - deploy/ is not a package
@@ -75,7 +74,7 @@ def moodle(graded_course, tmp_path, monkeypatch):  # noqa: F811 - the fixture im
     stand_in.register_tool("http://127.0.0.1:9/hub/lti13/oauth_login", REDIRECT, public_key=public)
     me = pwd.getpwuid(os.getuid())
     monkeypatch.setattr(lti_login.class_settings, "INSTRUCTOR", "teacher")
-    monkeypatch.setattr(lti_login, "lti_folder", lambda: lti.lti_folder(root))
+    monkeypatch.setattr(lti_login, "lti_folder", lambda: launches.lti_folder(root))
     monkeypatch.setattr(lti_login.pwd, "getpwnam", lambda name: account(name, me))
     monkeypatch.setattr(lti_login, "is_student", lambda name, group=None: name in STUDENTS)
     yield root, stand_in, authenticator(stand_in)
@@ -172,8 +171,8 @@ def scores(stand_in, activity):
 def test_the_first_hour_two_courses_a_re_created_lab_no_account_and_an_expired_launch(moodle):
     root, stand_in, _ = moodle
     assert launch(moodle, TEACHER, LAB01) == "teacher"  # links the course to ATTN
-    linked = json.loads((root / "lti" / "lms_course.json").read_text())
-    assert (linked["id"], linked["linked_by"]) == (ATTN.id, "teacher")
+    linked = launches.read_link(launches.lti_folder(root))
+    assert (linked.id, linked.linked_by) == (ATTN.id, "teacher")
     for person in (TEACHER, ADA):
         refusal = launch(moodle, person, SANDBOX_LAB)
         assert '"Attention, Step by Step" (ATTN, id 2)' in refusal
@@ -190,7 +189,7 @@ def test_the_first_hour_two_courses_a_re_created_lab_no_account_and_an_expired_l
 
     new = stand_in.recreate_activity(stand_in.activities[LAB01.cmid])
     assert (new.cmid, new.instance, new.item) == ("21", "13", "41")
-    token = lti.access_token(lti.read_record(root, "launches.json")["platform"],
+    token = lti.access_token(launches.read_launches(launches.lti_folder(root))[0],
                              lti.tool_key(root), requests.Session())  # fmt: skip
     old = requests.post(lti.scores_url(stand_in.lineitem(LAB01)), timeout=10,
                         headers={"Authorization": f"Bearer {token}"}, data="{}")  # fmt: skip
@@ -250,7 +249,7 @@ def test_moodle_leaves_empty_grade_rows_in_other_columns_and_lists_only_results(
     empty = stand_in.grades[(LAB02.item, ADA.id)]
     assert empty["grade"] is None and empty["timestamp"] is None
     assert stand_in.grade(LAB02, ADA) is None
-    platform = lti.read_record(root, "launches.json")["platform"]
+    platform = launches.read_launches(launches.lti_folder(root))[0]
     token = lti.access_token(platform, lti.tool_key(root), requests.Session(),
                              " ".join(stand_in.permitted))  # fmt: skip
     headers = {"Authorization": f"Bearer {token}"}
@@ -264,7 +263,7 @@ def test_the_columns_are_read_only_with_moodles_accept_and_a_scope_that_reads_th
     root, stand_in, _ = moodle
     launch(moodle, TEACHER, LAB01)  # links the course
     launch(moodle, ADA, LAB01)
-    platform = lti.read_record(root, "launches.json")["platform"]
+    platform = launches.read_launches(launches.lti_folder(root))[0]
     session, url = requests.Session(), stand_in.lineitems(ATTN)
     scores_only = lti.access_token(platform, lti.tool_key(root), session)
     answer = session.get(url, headers={"Authorization": f"Bearer {scores_only}",

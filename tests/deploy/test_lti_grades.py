@@ -17,7 +17,7 @@ import requests
 from lti_platform import AGS_SCOPES, ATTN, SANDBOX, Activity, Person, PlatformStandIn
 
 from course.coursedir import gradebook_db, paths
-from course.lms import lti
+from course.lms import launches, lti
 
 LAB = "01_softmax"
 ADA = Person("3", "ada", "Ada", "Lovelace")
@@ -57,24 +57,26 @@ def mark_autograded(root, student):
     nbformat.write(nb, folder / paths.lab_filename(LAB))
 
 
-def record_launches(root, stand_in, launches, linked=ATTN):
-    """lti/launches.json and lms_course.json as the hub writes them; launches in time order."""
-    platform = {k: stand_in.endpoints[k] for k in ("issuer", "client_id", "deployment_id",
-                                                   "token_url")}  # fmt: skip
-    record = {"platform": platform, "launches": {}}
-    for second, (student, person, activity) in enumerate(launches):
-        users = record["launches"].setdefault(activity.course.id, {})
-        users.setdefault(student, {}).setdefault(activity.lab, {})[activity.instance] = {
-            "sub": person.id,
-            "lineitem": stand_in.lineitem(activity),
-            "lineitems": stand_in.lineitems(activity.course),
-            "scope": AGS_SCOPES,
-            "time": f"2026-01-05T10:00:{second:02d}+00:00",
-        }
-    folder = lti.lti_folder(root)
-    (folder / lti.LAUNCHES_FILE).write_text(json.dumps(record))
-    course = {"id": linked.id, "label": linked.label, "title": linked.title}
-    (folder / lti.LMS_COURSE_FILE).write_text(json.dumps({**course, "deployment_id": "1"}))
+def record_launches(root, stand_in, records, linked=ATTN):
+    """lti/launches.json and lms_course.json as the hub writes them: only these launches, in
+    time order."""
+    folder = launches.lti_folder(root)
+    (folder / launches.LAUNCHES_FILE).unlink(missing_ok=True)
+    for second, (student, person, activity) in enumerate(records):
+        launch = launches.Launch(
+            context=activity.course.id,
+            user=student,
+            lab=activity.lab,
+            link=activity.instance,
+            sub=person.id,
+            lineitem=stand_in.lineitem(activity),
+            lineitems=stand_in.lineitems(activity.course),
+            scope=tuple(AGS_SCOPES),
+            time=f"2026-01-05T10:00:{second:02d}+00:00",
+        )
+        launches.record_launch(folder, launch, stand_in.endpoints)
+    course = launches.LinkedCourse(linked.id, linked.label, linked.title, deployment_id="1")
+    launches.write_link(folder, course)
 
 
 @pytest.fixture(scope="module")
@@ -152,7 +154,7 @@ def test_only_line_items_of_the_services_own_site_are_columns():
 def test_the_key_is_private_ignored_by_git_and_served_as_a_jwks(tmp_path):
     keys = lti.jwks(tmp_path)
     assert keys == lti.jwks(tmp_path)  # made once, then read
-    folder = tmp_path / lti.LTI_FOLDER
+    folder = tmp_path / launches.LTI_FOLDER
     assert oct(folder.stat().st_mode & 0o777) == "0o700"
     assert oct((folder / lti.KEY_FILE).stat().st_mode & 0o777) == "0o600"
     assert (folder / ".gitignore").read_text() == "*\n"
@@ -281,8 +283,8 @@ def test_a_provisional_score_never_replaces_a_final_one_unless_asked(course):
 
 def test_grades_go_only_to_the_linked_courses_lineitems(course):
     root, stand_in = course
-    launches = [("ada", ADA, ACTIVITY), ("ada", ADA, ELSEWHERE), ("alan", ALAN, ELSEWHERE)]
-    record_launches(root, stand_in, launches)  # Ada's launch from SANDBOX is her latest
+    opened = [("ada", ADA, ACTIVITY), ("ada", ADA, ELSEWHERE), ("alan", ALAN, ELSEWHERE)]
+    record_launches(root, stand_in, opened)  # Ada's launch from SANDBOX is her latest
     ok, report = lti.send_grades(LAB, root, provisional=True)
     print(report)
     assert ok and stand_in.grade(ACTIVITY, ADA)["grade"] == 100.0
@@ -303,7 +305,7 @@ def test_the_linked_course_changes_where_grades_go(course):
 def test_the_column_is_found_by_resource_link_whatever_lineitem_a_launch_carried(course):
     root, stand_in = course
     record_launches(root, stand_in, [("ada", ADA, ACTIVITY)])
-    path = lti.lti_folder(root) / lti.LAUNCHES_FILE
+    path = launches.lti_folder(root) / launches.LAUNCHES_FILE
     record = json.loads(path.read_text())
     launch = record["launches"][ATTN.id]["ada"][LAB][ACTIVITY.instance]
     launch["lineitem"] = launch["lineitem"].split("?")[0]

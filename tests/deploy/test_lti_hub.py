@@ -58,6 +58,7 @@ from test_hub import (
 )
 
 from course.coursedir.scratch import solution_cells
+from course.lms import launches
 
 pytestmark = [
     pytest.mark.hub,
@@ -152,7 +153,7 @@ class LtiClass(Class):
 
     def launches(self):
         """The hub's record of launches, in the instructor's course folder."""
-        return json.loads((self.course / "lti" / "launches.json").read_text())
+        return json.loads((self.course / launches.LTI_FOLDER / launches.LAUNCHES_FILE).read_text())
 
     def lti_grades(self, *options):
         """The grades command as the hub's instructor (the hub's Python): (exit status, output)."""
@@ -377,8 +378,8 @@ def test_the_instructors_launches_land_on_pages_that_exist(flow, lti_class):
     assert 'linked to the LMS course "Attention, Step by Step" (ATTN, id 2)' in page_text(link_page)
     assert lab_url.endswith(f"%2Fformgrader%2Fmanage_submissions%2F{LAB}")
     assert lab_page.status_code == 200 and lab_page.url.endswith(f"manage_submissions/{LAB}")
-    linked = json.loads((lti_class.course / "lti" / "lms_course.json").read_text())
-    assert linked["id"] == ATTN.id and linked["linked_by"] == hc.INSTRUCTOR
+    linked = launches.read_link(lti_class.course / launches.LTI_FOLDER)
+    assert linked.id == ATTN.id and linked.linked_by == hc.INSTRUCTOR
 
 
 def test_the_grades_command_runs_as_the_hubs_instructor_without_a_venv(flow, lti_class):

@@ -2,14 +2,16 @@
 the record of launches and where a launch lands."""
 
 import grp
-import json
 import os
 import pwd
 import sys
+from dataclasses import replace
 
 import pytest
 
 from course.coursedir import paths
+from course.lms import launches
+from course.lms.launches import LinkedCourse
 
 sys.path.insert(0, str(paths.ROOT / "deploy"))
 import lti_login  # noqa: E402 - deploy/ is not a package
@@ -79,12 +81,12 @@ def test_an_instructors_launch_lands_in_the_formgrader_or_on_the_grades_page():
     assert landing("ta", "01_softmax") == "/user/teacher/formgrader/manage_submissions/01_softmax"
 
 
-ATTN = {"id": "2", "label": "ATTN", "title": "Attention, Step by Step"}
-SANDBOX = {"id": "3", "label": "SANDBOX", "title": "Sandbox for teachers"}
+ATTN = LinkedCourse("2", "ATTN", "Attention, Step by Step")
+SANDBOX = LinkedCourse("3", "SANDBOX", "Sandbox for teachers")
 
 
 def test_a_launch_from_another_lms_course_is_refused_naming_both():
-    linked = {**ATTN, "deployment_id": "1"}
+    linked = replace(ATTN, deployment_id="1")
     problem = lti_login.context_problem(linked, SANDBOX, "1", "student")
     assert '"Attention, Step by Step" (ATTN, id 2)' in problem
     assert '"Sandbox for teachers" (SANDBOX, id 3)' in problem
@@ -98,11 +100,11 @@ def test_only_an_instructor_links_the_course_to_its_lms_course():
     assert "not linked to an LMS course yet" in lti_login.context_problem(
         None, ATTN, "1", "student"
     )
-    assert "no LMS course" in lti_login.context_problem(None, {"id": ""}, "1", "instructor")
-    configured = {"id": "2", "label": "", "title": ""}
+    assert "no LMS course" in lti_login.context_problem(None, LinkedCourse(""), "1", "instructor")
+    configured = LinkedCourse("2")
     assert lti_login.context_problem(configured, ATTN, "1", "student") == ""
     assert "(SANDBOX, id 3)" in lti_login.context_problem(configured, SANDBOX, "1", "student")
-    assert lti_login.course_name(configured) == "id 2"
+    assert configured.name == "id 2"
 
 
 @pytest.fixture
@@ -118,7 +120,7 @@ def launch_claims(user, course, link, lineitem):
     """The claims of a launch that matter to the record."""
     return {
         "sub": user,
-        CLAIM + "context": course,
+        CLAIM + "context": {"id": course.id, "label": course.label, "title": course.title},
         CLAIM + "resource_link": {"id": link},
         lti_login.AGS_CLAIM: {"lineitem": lineitem},
     }
@@ -128,20 +130,20 @@ def test_a_launch_from_another_course_never_replaces_this_courses_lineitem(priva
     platform = {"issuer": "i", "client_id": "c", "deployment_id": "1", "token_url": "t"}
     lti_login.record_launch("ada", launch_claims("3", ATTN, "7", "L5"), "01_softmax", platform)
     lti_login.record_launch("ada", launch_claims("3", SANDBOX, "20", "L40"), "01_softmax", platform)
-    launches = lti_login.read_private("launches.json")["launches"]
-    assert launches["2"]["ada"]["01_softmax"]["7"]["lineitem"] == "L5"
-    assert launches["3"]["ada"]["01_softmax"]["20"]["lineitem"] == "L40"
-    assert oct((private_folder / "launches.json").stat().st_mode & 0o777) == "0o600"
+    _, recorded = launches.read_launches(private_folder)
+    assert {(launch.context, launch.link, launch.lineitem) for launch in recorded} == {
+        ("2", "7", "L5"), ("3", "20", "L40")}  # fmt: skip
+    assert oct((private_folder / launches.LAUNCHES_FILE).stat().st_mode & 0o777) == "0o600"
 
 
 def test_the_link_is_made_once_and_completed_after_the_configuration(private_folder):
     lti_login.link_from_configuration("2")
-    configured = lti_login.read_private(lti_login.LMS_COURSE_FILE)
-    assert configured["linked_by"] == "COURSE_LTI_CONTEXT_ID" and configured["title"] == ""
+    configured = launches.read_link(private_folder)
+    assert configured.linked_by == "COURSE_LTI_CONTEXT_ID" and configured.title == ""
     completed = lti_login.link_course(configured, ATTN, "1", "ada")
-    assert completed["title"] == ATTN["title"] and completed["linked_by"] == "COURSE_LTI_CONTEXT_ID"
+    assert completed.title == ATTN.title and completed.linked_by == "COURSE_LTI_CONTEXT_ID"
     assert lti_login.link_course(completed, ATTN, "1", "teacher") == completed
-    assert lti_login.read_private(lti_login.LMS_COURSE_FILE) == completed
+    assert launches.read_link(private_folder) == completed
 
 
 def test_a_refusal_gives_its_message_once_under_a_short_heading():
@@ -174,9 +176,8 @@ def test_the_grades_page_names_the_linked_lms_course(tmp_path):
     import lti_grades_page
 
     assert "not linked to an LMS course yet" in lti_grades_page.linked_course(tmp_path)
-    (tmp_path / "lti").mkdir()
-    linked = {**ATTN, "deployment_id": "1", "linked_by": "teacher", "time": "2026-01-05"}
-    (tmp_path / "lti" / lti_login.LMS_COURSE_FILE).write_text(json.dumps(linked))
+    linked = replace(ATTN, deployment_id="1", linked_by="teacher", time="2026-01-05")
+    launches.write_link(launches.lti_folder(tmp_path), linked)
     paragraph = lti_grades_page.linked_course(tmp_path)
     assert "<b>&quot;Attention, Step by Step&quot; (ATTN, id 2)</b>" in paragraph
     assert "deployment 1, linked\nby teacher on 2026-01-05" in paragraph
