@@ -18,6 +18,7 @@ import time
 import psutil
 import pytest
 from catalogue import mistakes
+from postgres_server import postgres_server
 
 from course import instructor
 from course.coursedir import gradebook_db, notebooks, paths
@@ -29,7 +30,7 @@ from course.coursedir.scratch import (
     solution_cells,
     submit,
 )
-from course.grading import pool
+from course.grading import pool, queue
 from course.grading.kernels import cgroups
 from course.grading.preprocessors.judge import JudgeExecute
 
@@ -237,6 +238,33 @@ def test_a_run_stopped_midway_then_rerun_gives_every_grade_once(
     assert "\r" not in out  # no progress line when the output is not a terminal
     assert grading_record(root) == grading_record(one_root)
     assert submission_counts(root) == submission_counts(one_root)
+
+
+def test_a_grader_stopped_by_its_scheduler_gives_its_submissions_back_at_once(course_copy):
+    with postgres_server() as url:
+        root = course_copy(LAB, config_lines=[f"c.CourseDirectory.db_url = {url!r}"], name="term")
+        release = notebooks.read(root / "release" / LAB / NOTEBOOK)
+        for number in range(4):
+            submit(root, LAB, f"s{number}", fill(release, solution_cells(LAB)))
+        process = run_autograde(root, jobs=1)
+        work = queue.Queue(url, LAB, owner="test")
+        work.create()  # if the grader has not yet
+        try:
+            deadline = time.monotonic() + 300
+            while process.poll() is None and time.monotonic() < deadline:
+                if any(row[0] == "grading" for row in work.rows().values()):
+                    break
+                time.sleep(0.1)
+            process.send_signal(signal.SIGTERM)  # as Slurm's scancel or time limit does
+            out, err = process.communicate(timeout=60)
+            rows = work.rows()
+        finally:
+            work.close()
+    assert process.returncode == 130, out + err
+    assert "stopped: run `make autograde` again to finish" in out
+    assert "grading" not in {row[0] for row in rows.values()}, rows
+    waiting = [student for student, row in rows.items() if row[0] == "waiting"]
+    assert waiting and all(rows[student][1] == 0 for student in waiting), rows
 
 
 def hanging_course(course_copy, honest):
