@@ -40,6 +40,7 @@ from nbgrader.exchange import default
 from nbgrader.utils import check_directory, notebook_hash, parse_utc
 
 from course.coursedir import safe_copy
+from course.grading.kernels.policy import SUBMITTED_FILE_BYTES
 from course.lms.names import shown
 
 INBOUND_MODE = 0o1733
@@ -215,9 +216,10 @@ class ExchangeCollect(SearchableRoot, default.ExchangeCollect):
         self.src_records = [r for r in self.src_records if self.genuine(r)]
 
     def limits(self):
-        """The bounds of one submission: nbgrader's max_dir_size and max_file_size (in kB)."""
-        return safe_copy.Limits(total_bytes=1000 * self.coursedir.max_dir_size,
-                                file_bytes=1000 * self.coursedir.max_file_size)  # fmt: skip
+        """The bounds of one submission: nbgrader's max_dir_size and max_file_size (in kB), and
+        no file over SUBMITTED_FILE_BYTES, since the grader reads a notebook whole."""
+        most = min(1000 * self.coursedir.max_file_size, SUBMITTED_FILE_BYTES)
+        return safe_copy.Limits(total_bytes=1000 * self.coursedir.max_dir_size, file_bytes=most)
 
     def ignored(self, name, is_folder):
         """True for what nbgrader leaves behind: CourseDirectory.ignore, or not .include."""

@@ -23,7 +23,9 @@ from pathlib import Path, PurePosixPath
 
 from course.coursedir import gradebook_db, paths, safe_copy
 from course.coursedir.words import counted
-from course.lms.names import LMS_NAMES, VALID_STUDENT_ID, parse_download, shown, zip_entry_name
+from course.grading.kernels.policy import SUBMITTED_FILE_BYTES
+from course.lms.names import VALID_STUDENT_ID, parse_download, shown, zip_entry_name
+from course.lms.platforms import described
 from course.lms.roster import read_roster, roster_entry, split_name
 
 MANIFEST = "collected.json"
@@ -34,6 +36,7 @@ EXPECTED_NAMES = (
     "or <anything>_<student>_attempt_<YYYY-MM-DD-hh-mm-ss>_<file>.ipynb"
 )
 EXPORT_LIMITS = safe_copy.Limits(files=20_000, total_bytes=2**30, file_bytes=100 * 2**20)
+TOO_LARGE = f"larger than {SUBMITTED_FILE_BYTES >> 20} MiB, which the grader reads whole"
 ZIP_DEPTH = 2  # the class's zip, and one zip per student inside it
 
 
@@ -138,6 +141,8 @@ def collect_export(root, assignment):
         files, copied = export_files(archive)
     except ValueError as error:
         return Collected(False, f"{assignment}: {shown(error)}")
+    too_large = [f for f in files if len(f.data) > SUBMITTED_FILE_BYTES]
+    files = [f for f in files if len(f.data) <= SUBMITTED_FILE_BYTES]
     parsed = [(f, parse_download(f.path)) for f in files]
     unreadable = sorted(f.path for f, d in parsed if d is None and f.path.endswith(".ipynb"))
     by_student = {}
@@ -172,7 +177,9 @@ def collect_export(root, assignment):
         if row["student_id"] not in matched_rows
     ]
     report.unreadable = unreadable
-    report.refused = [refusal_line(refusal) for refusal in copied.refused]
+    report.refused = [refusal_line(refusal) for refusal in copied.refused] + [
+        refusal_line(safe_copy.Refusal(f.path, TOO_LARGE)) for f in too_large
+    ]
     write_manifest(root, assignment, manifest)
     return Collected(report.ok(), report.text(manifest), names)
 
@@ -273,7 +280,7 @@ class Report:
     def text(self, manifest):
         """The summary printed by `make collect`."""
         lab = paths.lab_filename(self.assignment)
-        systems = " + ".join(LMS_NAMES[name] for name in sorted(self.lms)) or "no LMS"
+        systems = described(self.lms)
         late = f" ({len(self.late)} late)" if self.late else ""
         lines = [
             f"{self.assignment}: {systems} export, {counted(len(manifest), 'student')} in "

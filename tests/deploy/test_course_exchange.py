@@ -17,6 +17,7 @@ from nbgrader.utils import parse_utc
 
 from course.coursedir import paths
 from course.coursedir.nbgrader_run import nbgrader_environment
+from course.grading.kernels import policy
 
 sys.path.insert(0, str(paths.ROOT / "deploy"))
 import course_exchange  # noqa: E402 - deploy/ is not a package
@@ -210,3 +211,15 @@ def test_names_with_terminal_escapes_are_logged_escaped(course, caplog):
     assert any(line.startswith(f"Not collected: {escaped}+{LAB}+") for line in lines), lines
     for line in lines:
         assert not any(unicodedata.category(ch) in ("Cc", "Cf") for ch in line), repr(line)
+
+
+def test_a_notebook_larger_than_the_grader_reads_whole_is_refused_and_named(course, caplog):
+    course_folder, inbound = course
+    folder = submission(inbound, "10:00:00")
+    with open(folder / NOTEBOOK, "wb") as notebook:  # a cell of 100 MB, say
+        notebook.truncate(policy.SUBMITTED_FILE_BYTES + 1)
+    lines = collect(course_folder, inbound, caplog)
+    size = policy.SUBMITTED_FILE_BYTES + 1
+    refusal = f"{size} bytes, over the limit of {policy.SUBMITTED_FILE_BYTES} per file"
+    assert f"refused {NOTEBOOK} from student {ME}: {refusal}" in lines, lines
+    assert not (course_folder / "submitted" / ME / LAB / NOTEBOOK).exists()

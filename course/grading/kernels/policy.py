@@ -33,6 +33,9 @@ class Limits:
     socket_folder_files: int = 64  # a kernel makes five sockets and a connection file
 
 
+# The largest file of a submission that collect takes: the grader reads a notebook whole (about
+# three times its size at its peak), and no kernel may write a larger file (Limits.file_bytes).
+SUBMITTED_FILE_BYTES = 32 * MiB
 # The sandbox's root and /dev are tmpfs holding only mount points and links: a little each.
 ROOT_BYTES = 1 * MiB
 DEVICE_FOLDER_BYTES = 64 * KiB
