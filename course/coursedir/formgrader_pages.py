@@ -58,6 +58,8 @@ $(document).ajaxError(function (event, xhr, options) {
 
 def keep_login_for_the_whole_server(identity_provider, base_url):
     """Give every login cookie the server's base URL as its path (unless one is configured)."""
+    if not hasattr(identity_provider, "cookie_options"):  # a provider that sets no login cookie
+        return
     options = dict(identity_provider.cookie_options)
     options.setdefault("path", base_url)
     identity_provider.cookie_options = options
