@@ -215,3 +215,14 @@ BESIDE_THE_MACHINE = [
         keeps=EXERCISES,
     ),
 ]
+# Graded beside an honest student alone, to compare the grader's peak memory: a cell the grader
+# would once parse whole for its findings (about 600 bytes of memory for each character).
+LARGE_CELL = Attack(
+    name="holds_a_4_mb_list",
+    why="a right softmax in a cell that also holds a 4 MB list literal: the findings list it as "
+    "too large to be read instead of parsing it; whether its kernel compiles it within the cell's "
+    "limit depends on the machine (it takes gigabytes and tens of seconds), the grader must not "
+    "notice",
+    code=SOLUTION + "\nCONSTANTS = [" + "1, " * 1_333_333 + "]\n",
+    loses=(),
+)

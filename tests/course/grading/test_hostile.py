@@ -789,6 +789,35 @@ def test_the_graders_peak_memory_under_60_mb_replies_stays_bounded(hostile_repli
     assert 0 < hostile < honest + GRADER_MEMORY_LIMIT_MB, (honest, hostile)
 
 
+
+LARGE_CELL_LIMIT_MB = 256  # the most a cell too large to be read may add to the grader's peak
+
+
+@pytest.fixture(scope="module")
+def large_cell(course_copy):
+    """Lab 01 graded for an honest student alone, then beside one whose cell holds 4 MB."""
+
+    def with_a_large_cell(release, answers):
+        return {
+            **honest_only(release, answers),
+            **answered_with(release, answers, [on_the_grader.LARGE_CELL]),
+        }
+
+    honest = graded_with_peak_memory(limited_course(course_copy, "honest_for_4_mb"), honest_only)
+    large = graded_with_peak_memory(limited_course(course_copy, "large_cell"), with_a_large_cell)
+    return {"honest": honest, "large": large}
+
+
+def test_a_cell_of_4_mb_is_graded_listed_as_too_large_and_costs_the_grader_little(large_cell):
+    course, attack = large_cell["large"], on_the_grader.LARGE_CELL
+    output = course["result"].stdout + course["result"].stderr
+    assert course["result"].returncode == 0, output
+    assert_refused(course, attack)  # every point kept
+    assert f"{attack.name}: softmax, line 1: it is too large to be read" in output, output
+    honest, large = large_cell["honest"]["peak_mb"], course["peak_mb"]
+    print(f"grader peak memory: {honest:.0f} MB honest alone, {large:.0f} MB with a 4 MB cell")
+    assert 0 < large < honest + LARGE_CELL_LIMIT_MB, (honest, large)
+
 def run_in_kernel(client, code):
     """Run `code` through `client` (started) and wait for it to finish without an error."""
     run_sync(client.wait_for_ready)(timeout=60)
