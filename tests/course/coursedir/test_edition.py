@@ -171,6 +171,9 @@ def test_the_linux_install_asks_pytorchs_index_for_torch_alone(student_edition):
     torch = edition.torch_requirement(paths.ROOT)  # "torch>=2.13"
     assert from_pytorch == [
         f'.venv/bin/pip install --index-url https://download.pytorch.org/whl/cpu "{torch}"']
+    binder = (student_edition / "binder" / "postBuild").read_text()
+    assert "--extra-index-url" not in binder
+    assert f'--index-url https://download.pytorch.org/whl/cpu "{torch}"\n' in binder
 
 
 def test_each_prediction_is_left_to_run_and_every_other_output_kept(student_edition):
