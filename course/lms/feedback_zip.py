@@ -18,7 +18,8 @@ from course.grading.preprocessors.feedback import HideHiddenTests
 from course.grading.preprocessors.output_limits import LimitOutputSize
 from course.grading.preprocessors.pages import CleanSubmission
 from course.lms.gradebook_csv import format_score
-from course.lms.names import LMS_NAMES, UPLOAD, Download, moodle_folder
+from course.lms.names import UPLOAD, Download, moodle_folder
+from course.lms.platforms import Feedback, Platform
 
 
 def feedback_notebook(autograded_path, grades, assignment, comments=None):
@@ -62,8 +63,8 @@ def feedback_entries(student_id, record, root, assignment, grades):
     """(name in the LMS's feedback zip, bytes) for one collected student; [] without feedback."""
     if not record["collected_as"]:
         return []
-    lab = Path(record["collected_as"])
-    if record["lms"] == "canvas":
+    lab, platform = Path(record["collected_as"]), Platform(record["lms"])
+    if platform.feedback is Feedback.NOTEBOOK:
         autograded = paths.autograded(root, student_id, assignment) / lab.name
         if not autograded.exists():
             return []
@@ -72,11 +73,11 @@ def feedback_entries(student_id, record, root, assignment, grades):
         nb = feedback_notebook(autograded, grades, assignment, comments)
         name = PurePosixPath(record["download"]).name
         return [(name, nbformat.writes(nb).encode())]
-    if record["lms"] == "moodle":
+    if platform.feedback is Feedback.PAGE:
         html = Path(root) / "feedback" / student_id / assignment / f"{lab.stem}.html"
         if not html.exists():
             return []
-        download = Download("moodle", record["lms_id"], record["name"], "", record["download"])
+        download = Download(platform, record["lms_id"], record["name"], "", record["download"])
         return [(f"{moodle_folder(download)}/{html.name}", html.read_bytes())]
     return []
 
@@ -95,10 +96,10 @@ def lms_feedback(assignment, manifest, root=paths.ROOT, held=()):
     The students `held` (answers still to grade) get no feedback in the zip.
     """
     lines = []
-    for name in sorted({record["lms"] for record in manifest.values()}):
-        students = {s: r for s, r in manifest.items() if r["lms"] == name}
-        if name not in ("canvas", "moodle"):
-            lines.append(f"  {LMS_NAMES[name]}: no feedback zip, hand out feedback/ yourself")
+    for platform in sorted({Platform(record["lms"]) for record in manifest.values()}):
+        students = {s: r for s, r in manifest.items() if r["lms"] == platform}
+        if platform.feedback is None:
+            lines.append(f"  {platform.label}: no feedback zip, hand out feedback/ yourself")
             continue
         entries, missing = [], []
         for student, record in sorted(students.items()):
@@ -109,10 +110,10 @@ def lms_feedback(assignment, manifest, root=paths.ROOT, held=()):
             entries.extend(found)
             if not found:
                 missing.append(student)
-        path = Path(UPLOAD) / assignment / f"feedback_{name}.zip"
+        path = Path(UPLOAD) / assignment / f"feedback_{platform}.zip"
         write_zip(Path(root) / path, entries)
         students = counted(len(entries), "student")
-        lines.append(f"  {LMS_NAMES[name]}: feedback of {students} in {path}")
+        lines.append(f"  {platform.label}: feedback of {students} in {path}")
         if missing:
             lines.append(f"    no feedback (not graded): {', '.join(missing)}")
     return lines

@@ -8,13 +8,14 @@ exported one, byte for byte, except the lab's cells of the students graded.
 import csv
 import io
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 from course.coursedir import gradebook_db, paths, submissions
 from course.lms.collect import read_manifest
-from course.lms.names import LMS_NAMES, UPLOAD, simplify
+from course.lms.names import UPLOAD, simplify
+from course.lms.platforms import gradebook_platform
 
-MOODLE_COMMENTS = "Feedback comments"
 GRADES_HELD_BACK = (
     "  (make grades ... PROVISIONAL=1 fills them now, the answers to grade counted as 0)"
 )
@@ -71,15 +72,6 @@ def with_cells(record, changes):
     return record
 
 
-def gradebook_format(header):
-    """ "canvas" or "moodle" from a gradebook CSV's header; None when neither."""
-    if {"Student", "ID", "SIS User ID"} <= set(header):
-        return "canvas"
-    if {"Identifier", "Grade"} <= set(header):
-        return "moodle"
-    return None
-
-
 def canvas_column(header, assignment, wanted=""):
     """Index of the lab's column in a Canvas gradebook; ValueError with the candidates if unsure."""
     titles = [re.sub(r"\s*\(\d+\)$", "", title) for title in header]
@@ -112,8 +104,9 @@ def format_score(score):
 
 
 def fill_gradebook(text, assignment, scores, column="", not_graded=(), held=(), comments=None):
-    """Put `scores` (LMS id -> score) in the lab's column of an LMS gradebook CSV, and into
-    Moodle's "Feedback comments" the grader's `comments` (LMS id -> text) of each student scored.
+    """Put `scores` (LMS id -> score) in the lab's column of an LMS gradebook CSV, and into its
+    comment column (Moodle's "Feedback comments") the grader's `comments` (LMS id -> text) of
+    each student scored.
 
     Returns (new text, LMS name, report lines). Only the lab's cells of matched students change;
     every other cell, the quoting and the line endings are kept. `not_graded` are the LMS ids of
@@ -122,68 +115,89 @@ def fill_gradebook(text, assignment, scores, column="", not_graded=(), held=(), 
     """
     records = split_records(text)
     header = parse_record(records[0]) if records else []
-    lms = gradebook_format(header)
-    if lms is None:
+    platform = gradebook_platform(header)
+    if platform is None:
         raise ValueError(
             "not a Canvas gradebook (columns Student, ID, SIS User ID, ...) nor a Moodle grading "
             "worksheet (columns Identifier, Grade, ...)"
         )
-    comment_index = None
-    if lms == "canvas":
-        id_index, grade_index = header.index("ID"), canvas_column(header, assignment, column)
-    else:
-        id_index, grade_index = header.index("Identifier"), header.index("Grade")
-        if MOODLE_COMMENTS in header:
-            comment_index = header.index(MOODLE_COMMENTS)
-    out, filled = [records[0]], set()
-    unmatched, blank, held_rows = [], [], []
+    columns = Columns.of(platform.gradebook, header, assignment, column)
+    out, rows = fill_rows(records, columns, scores, comments or {})
+    report = fill_report(rows, header[columns.grade], scores, not_graded, held)
+    return "".join(out), platform.label, report
+
+
+@dataclass(frozen=True)
+class Columns:
+    """Where a gradebook keeps what is filled in: indexes of its columns (comment None: none)."""
+
+    layout: object  # the LMS's platforms.Gradebook
+    header: list
+    id: int
+    grade: int
+    comment: int | None
+
+    @classmethod
+    def of(cls, layout, header, assignment, column=""):
+        """The columns of `header` for the lab `assignment` (or the Canvas column `column`)."""
+        if layout.grade_column is None:
+            grade = canvas_column(header, assignment, column)
+        else:
+            grade = header.index(layout.grade_column)
+        comment = layout.comment_column
+        comment = header.index(comment) if comment in header else None
+        return cls(layout, header, header.index(layout.id_column), grade, comment)
+
+    def name(self, cells):
+        """The student's name in a row, for reports."""
+        column = self.layout.name_column
+        index = self.header.index(column) if column in self.header else 0
+        return cells[index] if index < len(cells) else ""
+
+
+def fill_rows(records, columns, scores, comments):
+    """(the records with the scores and comments written in, {LMS id: the row's name for
+    reports} of each student's row, filled or not)."""
+    out, rows = [records[0]], {}
     for record in records[1:]:
         cells = parse_record(record)
-        lms_id = lms_row_id(lms, cells, id_index)
-        if not lms_id:
-            out.append(record)
-            continue
+        lms_id = columns.layout.row_id(cells, columns.id)
+        if lms_id:
+            rows[lms_id] = columns.name(cells)
         if lms_id not in scores:
-            listing = blank if lms_id in not_graded else held_rows if lms_id in held else unmatched
-            listing.append(f"{lms_id} ({row_name(lms, header, cells)})")
             out.append(record)
             continue
-        changes = {grade_index: format_score(scores[lms_id])}
-        if comment_index is not None and (comments or {}).get(lms_id):
-            changes[comment_index] = comments[lms_id]
-        filled.add(lms_id)
+        changes = {columns.grade: format_score(scores[lms_id])}
+        if columns.comment is not None and comments.get(lms_id):
+            changes[columns.comment] = comments[lms_id]
         out.append(with_cells(record, changes))
-    report = [f'{len(filled)} grades written in column "{header[grade_index]}"']
+    return out, rows
+
+
+def fill_report(rows, title, scores, not_graded, held):
+    """The report lines of a filled gradebook: what was written, and each row left as it was."""
+    filled = [lms_id for lms_id in rows if lms_id in scores]
+    left = [lms_id for lms_id in rows if lms_id not in scores]
+
+    def listed(ids):
+        return ", ".join(f"{lms_id} ({rows[lms_id]})" for lms_id in ids)
+
+    report = [f'{len(filled)} grades written in column "{title}"']
+    blank = [lms_id for lms_id in left if lms_id in not_graded]
+    waiting = [lms_id for lms_id in left if lms_id not in not_graded and lms_id in held]
+    unmatched = [lms_id for lms_id in left if lms_id not in not_graded and lms_id not in held]
     if blank:
-        report.append("not graded (see make autograde), left blank: " + ", ".join(blank))
-    if held_rows:
+        report.append("not graded (see make autograde), left blank: " + listed(blank))
+    if waiting:
         report.append(
-            "written answers to grade in the formgrader first, left blank: " + ", ".join(held_rows)
+            "written answers to grade in the formgrader first, left blank: " + listed(waiting)
         )
     if unmatched:
-        report.append("rows left unchanged, no submission in this export: " + ", ".join(unmatched))
-    missing = sorted(set(scores) - filled)
+        report.append("rows left unchanged, no submission in this export: " + listed(unmatched))
+    missing = sorted(set(scores) - set(filled))
     if missing:
         report.append("graded but not in the LMS gradebook: " + ", ".join(missing))
-    return "".join(out), LMS_NAMES[lms], report
-
-
-def lms_row_id(lms, cells, id_index):
-    """The LMS id of a gradebook row ("" for Canvas's "Points Possible" and blank rows)."""
-    if id_index >= len(cells):
-        return ""
-    value = cells[id_index].strip()
-    if lms == "moodle":
-        match = re.search(r"(\d+)$", value)
-        return match.group(1) if match else ""
-    return value
-
-
-def row_name(lms, header, cells):
-    """The student's name in a gradebook row, for reports."""
-    column = "Student" if lms == "canvas" else "Full name"
-    index = header.index(column) if column in header else 0
-    return cells[index] if index < len(cells) else ""
+    return report
 
 
 def read_text(path):

@@ -19,7 +19,8 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-LMS_NAMES = {"canvas": "Canvas", "moodle": "Moodle", "blackboard": "Blackboard"}
+from course.lms.platforms import Platform
+
 BLACKBOARD = re.compile(
     r"^(?P<anything>.*?)_(?P<id>[A-Za-z0-9.\-]+)_attempt_"
     r"(?P<attempt>\d{4}-\d{2}-\d{2}-\d{2}-\d{2}-\d{2})(?:_(?P<original>.+)|\.txt)$"
@@ -44,7 +45,7 @@ UPLOAD = "upload"  # what goes back to the LMS: upload/<assignment>/
 class Download:
     """One file of an LMS export, as its name describes it."""
 
-    lms: str  # "canvas", "moodle" or "blackboard"
+    lms: Platform
     lms_id: str  # Canvas user id, Moodle participant id or Blackboard username
     name: str  # the student's name as the LMS wrote it ("" when it gives none)
     original: str  # the name the student uploaded the file under ("" for Blackboard's receipt)
@@ -65,7 +66,7 @@ def parse_blackboard(path):
     if not match:
         return None
     attempt = ATTEMPT_TIME.sub(r"\1 \2:\3:\4", match["attempt"])
-    return Download("blackboard", match["id"], "", match["original"] or "", path, attempt)
+    return Download(Platform.BLACKBOARD, match["id"], "", match["original"] or "", path, attempt)
 
 
 def parse_moodle(path):
@@ -75,11 +76,11 @@ def parse_moodle(path):
         match = MOODLE_FOLDER.match(folder)
         if match:
             original = "/".join(parts[depth + 1 :])
-            return Download("moodle", match["id"], match["name"], original, path)
+            return Download(Platform.MOODLE, match["id"], match["name"], original, path)
     match = MOODLE_FILE.match(parts[-1])
     if not match:
         return None
-    return Download("moodle", match["id"], match["name"], match["original"], path)
+    return Download(Platform.MOODLE, match["id"], match["name"], match["original"], path)
 
 
 def parse_canvas(path):
@@ -89,7 +90,8 @@ def parse_canvas(path):
     if not match:
         return None
     name = match.groupdict().get("name") or ""
-    return Download("canvas", match["id"], name, match["original"], path, late=bool(match["late"]))
+    late = bool(match["late"])
+    return Download(Platform.CANVAS, match["id"], name, match["original"], path, late=late)
 
 
 def moodle_folder(download):

@@ -4,6 +4,7 @@ import csv
 from pathlib import Path
 
 from course.lms.names import simplify
+from course.lms.platforms import Platform
 
 
 def read_roster(path):
@@ -48,7 +49,7 @@ def split_name(download):
     A name the LMS writes as one word (Canvas's "lovelaceada") is kept whole as the last name,
     with an empty first name: the formgrader shows "lovelaceada, ", never "lovelaceada, None".
     """
-    if download.lms == "moodle" and " " in download.name:
+    if Platform(download.lms).full_names and " " in download.name:
         first, last = download.name.split(" ", 1)
         return first, last
     return "", download.name or download.lms_id
