@@ -15,6 +15,7 @@ from nbgrader.preprocessors import GetGrades, NbGraderPreprocessor
 from traitlets import default
 
 from course.coursedir.notebooks import HIDDEN_TESTS, nbgrader_meta
+from course.grading.preprocessors.pages import bounded_highlight
 
 HIDDEN_PLACEHOLDER = "# (hidden tests: the code is not shown; {result})\n"
 HIDDEN_RESULTS = {
@@ -105,3 +106,12 @@ class FeedbackExporter(HTMLExporter):
     @default("template_file")
     def _template_file_default(self):
         return "feedback.html.j2"
+
+    def from_notebook_node(self, nb, resources=None, **kw):
+        """The page, where a code cell too long to highlight is shown as plain text."""
+        configured = self.filters
+        self.filters = {**configured, "highlight_code": bounded_highlight(self, nb)}
+        try:
+            return super().from_notebook_node(nb, resources, **kw)
+        finally:
+            self.filters = configured

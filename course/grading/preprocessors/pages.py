@@ -12,9 +12,11 @@ with HTML of its own, an unsafe link or an outside image becomes its source in a
 
 import base64
 import binascii
+import html
 import re
 from html.parser import HTMLParser
 
+from nbconvert.filters.highlight import Highlight2HTML
 from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 from nbformat.v4 import new_markdown_cell
 from nbgrader.preprocessors import NbGraderPreprocessor
@@ -39,6 +41,9 @@ CONTROL_OR_SPACE = re.compile(r"[\x00-\x20\x7f]+")
 ACTIVE_TEX = re.compile(r"\\(href|url|require|unicode|class|cssId|style|html|data)(?![A-Za-z])")
 # A longer markdown cell is shown as its source, unrendered: rendering costs many times its size.
 MAX_MARKDOWN_CHARACTERS = 100_000
+# A longer code cell is shown as plain text: pygments takes minutes and 40 times its size in HTML
+# on a cell of a few megabytes.
+MAX_HIGHLIGHT_CHARACTERS = 100_000
 AS_TEXT_NOTE = (
     "*(This cell holds HTML, a link or an image that a page could run or fetch, so it is shown "
     "as text.)*"
@@ -78,6 +83,28 @@ class CleanSubmission(PageStep):
             for output in cell.outputs:
                 clean_output(output)
         return cell, resources
+
+
+class BoundedHighlight:
+    """nbconvert's `highlight_code` filter, but a cell over MAX_HIGHLIGHT_CHARACTERS is shown as
+    plain, escaped text."""
+
+    def __init__(self, highlight):
+        self.highlight = highlight  # a Highlight2HTML
+
+    def __call__(self, source, language=None, metadata=None):
+        """The HTML of a code cell's source."""
+        if len(source) > MAX_HIGHLIGHT_CHARACTERS:
+            return f'<div class="highlight"><pre>{html.escape(source, quote=False)}</pre></div>'
+        return self.highlight(source, language, metadata)
+
+
+def bounded_highlight(exporter, nb):
+    """The `highlight_code` filter of `exporter` for `nb`, within MAX_HIGHLIGHT_CHARACTERS."""
+    language = nb.metadata.get("language_info", {})
+    lexer = language.get("pygments_lexer", language.get("name"))
+    highlight = exporter.filters.get("highlight_code")
+    return BoundedHighlight(highlight or Highlight2HTML(pygments_lexer=lexer, parent=exporter))
 
 
 class ShowFindings(PageStep):

@@ -11,6 +11,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 
 from course.coursedir import notebooks
 from course.grading.preprocessors.feedback import FeedbackExporter, HideHiddenTests, WrapLongLines
+from course.grading.preprocessors.pages import MAX_HIGHLIGHT_CHARACTERS
 from course.lms import feedback_zip
 
 LAB = "01_softmax"
@@ -113,3 +114,12 @@ def test_the_lms_feedback_notebook_has_the_comment_on_a_code_answer_below_it(tmp
         "**Comment on softmax:**\n\nSubtract the maximum first."
     )
     assert sources[-1] == "**Comment on written_stability:**\n\nSay why."
+
+
+def test_a_code_cell_too_long_to_highlight_is_shown_as_plain_text(feedback_config):
+    huge = "CONSTANTS = [" + "1, " * (MAX_HIGHLIGHT_CHARACTERS // 3) + "]  # <b>&</b>\n"
+    nb = new_notebook(cells=[new_code_cell("x = 1  # small"), new_code_cell(huge)])
+    html = feedback_page(nb, feedback_config, to_grade=0)
+    assert '<span class="n">x</span>' in html  # a small cell is highlighted
+    assert "CONSTANTS = [1, 1, 1," in html and "# &lt;b&gt;&amp;&lt;/b&gt;" in html
+    assert html.count('<span class="mi">1</span>') == 1  # the small cell's: the long one is plain
