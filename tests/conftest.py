@@ -23,7 +23,7 @@ LAB_01 = "01_softmax"
 SLOW_FIXTURES = {"released_courses", "regenerated"}
 SLOW_FILES = {
     "tests/course/bench/test_lessons.py",  # runs the lessons' benches
-    "tests/course/bench/test_queue.py",  # a PostgreSQL server
+    "tests/course/bench/test_queue_overhead.py",  # a PostgreSQL server
     "tests/course/coursedir/test_postgres.py",  # a PostgreSQL server
     "tests/course/grading/test_hostile.py",  # grades hostile submissions in sandboxed kernels
     "tests/course/grading/test_pool.py",  # grades classes on several workers
