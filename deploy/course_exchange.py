@@ -15,10 +15,10 @@ Here, in the course's folder of the exchange (owned by the instructor):
   refused, each named in collect's summary, and the files and bytes taken are bounded;
 * a submission's time is the later of what it claims (its timestamp.txt, or its folder's name)
   and when it really arrived: the newest change time (ctime, which no user can set back) of its
-  folder and what is in it. The submission's own process (copy, chmod, ACL) takes a few
-  seconds, so a claim up to SUBMIT_SECONDS older than the arrival stands; a claim further off is
-  shown beside the arrival, and collect writes the time it used to the collected timestamp.txt,
-  which the late penalty reads;
+  folder and what is in it. Submitting (copying, chmod, the ACL) takes a while on a busy hub,
+  so a claim up to CLAIM_SLACK_SECONDS older than the arrival stands; a claim further off is
+  not used, but shown beside the arrival; collect writes the time it used to the collected
+  timestamp.txt, which the late penalty reads;
 * every name a student chose (a folder's, a file's) is logged with its control characters
   escaped (`course.lms.names.shown`): no escape sequence reaches the instructor's terminal;
 * `nbgrader list --inbound` leaves out, and names, a submission whose notebook is a link or a
@@ -45,8 +45,9 @@ from course.lms.names import shown
 
 INBOUND_MODE = 0o1733
 FEEDBACK_MODE = 0o711
-SUBMIT_SECONDS = 60  # a claim at most this much older than the arrival stands: submit's own work
-SHOWN_SECONDS = 300  # a claim further than this from the arrival is shown
+# A claim at most this much older than the arrival stands (submitting takes a while on a busy
+# hub); one further off, either way, is shown.
+CLAIM_SLACK_SECONDS = 300
 CLAIM_BYTES = 100  # of a timestamp.txt read: nbgrader writes 30
 TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S.%f UTC"  # nbgrader's own
 
@@ -114,7 +115,7 @@ def submission_time(claimed, arrived):
     """The time of a submission that claims `claimed` and arrived at `arrived` (naive UTC)."""
     if claimed is None or claimed > arrived:
         return arrived if claimed is None else claimed
-    if arrived - claimed <= datetime.timedelta(seconds=SUBMIT_SECONDS):
+    if arrived - claimed <= datetime.timedelta(seconds=CLAIM_SLACK_SECONDS):
         return claimed
     return arrived
 
@@ -252,7 +253,8 @@ class ExchangeCollect(SearchableRoot, default.ExchangeCollect):
         """Write the submission's time to the collected timestamp.txt; show a claim far off."""
         claimed = read_claim(dest) or record["claimed"]
         time = submission_time(claimed, record["arrived"])
-        if claimed is None or abs(record["arrived"] - claimed).total_seconds() > SHOWN_SECONDS:
+        off = None if claimed is None else abs(record["arrived"] - claimed).total_seconds()
+        if off is None or off > CLAIM_SLACK_SECONDS:
             said = "no time" if claimed is None else f"{claimed:%Y-%m-%d %H:%M:%S} UTC"
             self.log.warning("%s: the submission says %s, its files arrived at %s UTC: "
                              "collected as of %s UTC", shown(record["filename"]), said,
