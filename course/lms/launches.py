@@ -23,6 +23,7 @@ from pathlib import Path
 LTI_FOLDER = "lti"
 LAUNCHES_FILE = "launches.json"
 LMS_COURSE_FILE = "lms_course.json"
+PLATFORM, LAUNCHES = "platform", "launches"  # the two parts of launches.json
 PLATFORM_KEYS = ("issuer", "client_id", "deployment_id", "token_url")
 
 
@@ -121,8 +122,8 @@ def record_launch(folder, launch, platform, owner=None):
     """
     path = Path(folder) / LAUNCHES_FILE
     record = read_private(path) or {}
-    record["platform"] = {key: platform[key] for key in PLATFORM_KEYS}
-    users = record.setdefault("launches", {}).setdefault(launch.context, {})
+    record[PLATFORM] = {key: platform[key] for key in PLATFORM_KEYS}
+    users = record.setdefault(LAUNCHES, {}).setdefault(launch.context, {})
     users.setdefault(launch.user, {}).setdefault(launch.lab, {})[launch.link] = launch.entry()
     write_private(path, record, owner)
 
@@ -132,9 +133,9 @@ def read_launches(folder):
     record = read_private(Path(folder) / LAUNCHES_FILE)
     if record is None:
         return None, []
-    return record.get("platform"), [
+    return record.get(PLATFORM), [
         launch_of(context, user, lab, link, entry)
-        for context, users in record.get("launches", {}).items()
+        for context, users in record.get(LAUNCHES, {}).items()
         for user, labs in users.items()
         for lab, links in labs.items()
         for link, entry in links.items()

@@ -51,6 +51,7 @@ CONTAINER_TYPE = "application/vnd.ims.lis.v2.lineitemcontainer+json"
 MAX_PAGES = 100  # of line items: Moodle answers in one, Canvas ten to a page
 ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 SCORE_TYPE = "application/vnd.ims.lis.v1.score+json"
+FINAL, PROVISIONAL = "FullyGraded", "PendingManual"  # AGS gradingProgress of a graded score
 TIMEOUT = 30
 HELD_BACK = (
     "  not sent, written answers to grade in the formgrader first: {students}\n"
@@ -280,7 +281,7 @@ def score_body(sub, grade, timestamp, maximum=None):
         "scoreMaximum": maximum,
         "comment": grade.comment,
         "activityProgress": "Completed",
-        "gradingProgress": "PendingManual" if grade.pending else "FullyGraded",
+        "gradingProgress": PROVISIONAL if grade.pending else FINAL,
         "timestamp": timestamp,
     }
 
@@ -344,7 +345,7 @@ def final_sent(record, lineitem):
     """True when the score last sent to `lineitem` (per `record`) was final (FullyGraded)."""
     if not record or record.get("lineitem") != lineitem:
         return False
-    return record["score"].get("gradingProgress") == "FullyGraded"
+    return record["score"].get("gradingProgress") == FINAL
 
 
 def unchanged(record, lineitem, body):
@@ -549,7 +550,7 @@ def report(assignment, outcome, never, not_graded, held, grades):
                      "to before is gone, and every score goes to the current one")  # fmt: skip
     for student in outcome.sent:
         grade = by_student[student]
-        state = "provisional (PendingManual)" if grade.pending else "final (FullyGraded)"
+        state = f"provisional ({PROVISIONAL})" if grade.pending else f"final ({FINAL})"
         lines.append(f"  sent {student}: {grade.score:g} / {grade.maximum:g}, {state}")
     reasons = {}
     for student, why in outcome.failed:
