@@ -32,7 +32,7 @@ from nbgrader.api import MissingEntry
 from course.coursedir import gradebook_db, paths
 from course.coursedir.gradebook_db import open_gradebook
 from course.coursedir.nbgrader_run import nbgrader
-from course.coursedir.notebooks import executed, executed_notebook
+from course.coursedir.notebooks import executed_notebook
 from course.coursedir.release import generate_release
 from course.coursedir.submissions import find_state, is_graded, lab_states, student_label
 from course.coursedir.words import counted
@@ -87,10 +87,9 @@ def discard_unfinished(assignment, students, root=paths.ROOT):
     nbgrader writes the sanitized notebook first and the executed one at the end, and skips a
     student whose folder exists: a folder left by a killed run would never be graded.
     """
-    notebook = paths.lab_filename(assignment)
     for student in students:
         folder = paths.autograded(root, student, assignment)
-        if folder.is_dir() and not executed(folder / notebook):
+        if folder.is_dir() and not is_graded(root, student, assignment):
             shutil.rmtree(folder)
 
 
@@ -172,7 +171,7 @@ def class_report(assignment, students, root, outcomes, sandboxed):
             lines.append(
                 f"  {labels[student]}: not graded, no {notebook} in {folder} (found: {found})"
             )
-        elif not executed(paths.autograded(root, student, assignment) / notebook):
+        elif not is_graded(root, student, assignment):
             lines.append(
                 f"  {labels[student]}: not graded, the notebook could not be run to the end "
                 "(the kernel died or nbgrader failed: see its log below); scores 0"
@@ -261,7 +260,8 @@ def feedback(assignment, root=paths.ROOT, provisional=False):
     unless `provisional`: then its feedback says "to be graded" for them and for the total.
     """
     with open_gradebook(root) as book:
-        graded = [state for state in lab_states(book, assignment, root) if state.graded]
+        states = lab_states(book, assignment, root)
+        graded = [state for state in states if state.graded]
         labels = {state.student: student_label(book, state.student) for state in graded}
     to_grade = [state.student for state in graded if state.provisional]
     held = [] if provisional else to_grade
@@ -279,7 +279,8 @@ def feedback(assignment, root=paths.ROOT, provisional=False):
         lines.append(f"  provisional, written answers to be graded: {names}")
     manifest = read_manifest(root, assignment)
     if manifest:
-        lines += lms_feedback(assignment, manifest, root, held)
+        by_student = {state.student: state for state in states}
+        lines += lms_feedback(assignment, manifest, by_student, root, held)
     return "\n".join(lines)
 
 

@@ -59,22 +59,21 @@ def add_comments(nb, comments):
             nb.cells.insert(index + 1, nbformat.v4.new_markdown_cell(text))
 
 
-def feedback_entries(student_id, record, root, assignment, grades):
-    """(name in the LMS's feedback zip, bytes) for one collected student; [] without feedback."""
-    if not record["collected_as"]:
+def feedback_entries(state, record, root, assignment, grades):
+    """(name in the LMS's feedback zip, bytes) for one collected student, whose SubmissionState
+    is `state`; [] without feedback (not graded, or no page written)."""
+    if not record["collected_as"] or state is None or not state.graded:
         return []
     lab, platform = Path(record["collected_as"]), Platform(record["lms"])
     if platform.feedback is Feedback.NOTEBOOK:
-        autograded = paths.autograded(root, student_id, assignment) / lab.name
-        if not autograded.exists():
-            return []
+        autograded = paths.autograded(root, state.student, assignment) / lab.name
         with gradebook_db.open_gradebook(root) as book:
-            comments = submissions.cell_comments(book, assignment, student_id)
+            comments = submissions.cell_comments(book, assignment, state.student)
         nb = feedback_notebook(autograded, grades, assignment, comments)
         name = PurePosixPath(record["download"]).name
         return [(name, nbformat.writes(nb).encode())]
     if platform.feedback is Feedback.PAGE:
-        html = Path(root) / "feedback" / student_id / assignment / f"{lab.stem}.html"
+        html = Path(root) / "feedback" / state.student / assignment / f"{lab.stem}.html"
         if not html.exists():
             return []
         download = Download(platform, record["lms_id"], record["name"], "", record["download"])
@@ -90,10 +89,12 @@ def write_zip(path, entries):
             bundle.writestr(name, data)
 
 
-def lms_feedback(assignment, manifest, root=paths.ROOT, held=()):
+def lms_feedback(assignment, manifest, states, root=paths.ROOT, held=()):
     """Write upload/<assignment>/feedback_<lms>.zip for Canvas and Moodle; report lines.
 
-    The students `held` (answers still to grade) get no feedback in the zip.
+    `states` (student -> SubmissionState) are the lab's submissions, as `course.coursedir.
+    submissions` decides them: only a graded one gets feedback in the zip. The students `held`
+    (answers still to grade) get none either.
     """
     lines = []
     for platform in sorted({Platform(record["lms"]) for record in manifest.values()}):
@@ -105,8 +106,10 @@ def lms_feedback(assignment, manifest, root=paths.ROOT, held=()):
         for student, record in sorted(students.items()):
             if student in held:
                 continue
-            grades = cell_grades(assignment, student, root)
-            found = feedback_entries(student, record, root, assignment, grades)
+            state = states.get(student)
+            graded = state is not None and state.graded
+            grades = cell_grades(assignment, student, root) if graded else []
+            found = feedback_entries(state, record, root, assignment, grades)
             entries.extend(found)
             if not found:
                 missing.append(student)
