@@ -332,8 +332,7 @@ def sent_path(root, assignment):
 
 def read_sent(root, assignment):
     """What was sent of a lab, per student: {student: {"lineitem", "score": body}}."""
-    path = sent_path(root, assignment)
-    return json.loads(path.read_text()) if path.exists() else {}
+    return records.read_private(sent_path(root, assignment)) or {}
 
 
 def write_sent(root, assignment, sent):

@@ -3,40 +3,12 @@
 Which LMS a file comes from is decided once (an export's file names in `course.lms.names`, a
 gradebook's header here); from then on the code asks the LMS's record, never its name: its
 gradebook's layout, the feedback zip it reads, how it writes a student's name. Adding an LMS
-is adding a member and a record. Imports nothing of the course.
+is adding a member. Imports nothing of the course.
 """
 
 import re
 from dataclasses import dataclass
 from enum import StrEnum
-
-
-class Platform(StrEnum):
-    """An LMS, by the name the course's records (the collect manifest) keep it under."""
-
-    CANVAS = "canvas"
-    MOODLE = "moodle"
-    BLACKBOARD = "blackboard"
-
-    @property
-    def label(self):
-        """The LMS's own name: Canvas, Moodle, Blackboard."""
-        return RECORDS[self].label
-
-    @property
-    def gradebook(self):
-        """The layout of the gradebook CSV the LMS exports (a Gradebook), None when none is read."""
-        return RECORDS[self].gradebook
-
-    @property
-    def feedback(self):
-        """What the LMS's feedback zip holds for each student (a Feedback), None: no zip."""
-        return RECORDS[self].feedback
-
-    @property
-    def full_names(self):
-        """True when the LMS writes a student's name as "First Last" (False: one word, or none)."""
-        return RECORDS[self].full_names
 
 
 class Feedback(StrEnum):
@@ -64,33 +36,29 @@ class Gradebook:
         return match.group(1) if match else ""
 
 
-@dataclass(frozen=True)
-class Record:
-    """What the course knows of one LMS."""
-
-    label: str
-    gradebook: Gradebook | None
-    feedback: Feedback | None
-    full_names: bool
+CANVAS_GRADEBOOK = Gradebook(frozenset({"Student", "ID", "SIS User ID"}), "ID", "Student", None,
+                             None, re.compile(r"^(.+)$"))  # fmt: skip
+MOODLE_GRADEBOOK = Gradebook(frozenset({"Identifier", "Grade"}), "Identifier", "Full name",
+                             "Grade", "Feedback comments", re.compile(r"(\d+)$"))  # fmt: skip
 
 
-RECORDS = {
-    Platform.CANVAS: Record(
-        "Canvas",
-        Gradebook(frozenset({"Student", "ID", "SIS User ID"}), "ID", "Student", None, None,
-                  re.compile(r"^(.+)$")),  # fmt: skip
-        Feedback.NOTEBOOK,
-        full_names=False,
-    ),
-    Platform.MOODLE: Record(
-        "Moodle",
-        Gradebook(frozenset({"Identifier", "Grade"}), "Identifier", "Full name", "Grade",
-                  "Feedback comments", re.compile(r"(\d+)$")),  # fmt: skip
-        Feedback.PAGE,
-        full_names=True,
-    ),
-    Platform.BLACKBOARD: Record("Blackboard", None, None, full_names=False),
-}
+class Platform(StrEnum):
+    """An LMS, by the name the course's records (the collect manifest) keep it under, with what
+    the course knows of it: its own name, its gradebook CSV's layout (None when none is read),
+    what its feedback zip holds (None: no zip), and whether it writes a student's name as
+    "First Last"."""
+
+    CANVAS = ("canvas", "Canvas", CANVAS_GRADEBOOK, Feedback.NOTEBOOK, False)
+    MOODLE = ("moodle", "Moodle", MOODLE_GRADEBOOK, Feedback.PAGE, True)
+    BLACKBOARD = ("blackboard", "Blackboard", None, None, False)
+
+    def __new__(cls, name, label, gradebook, feedback, full_names):
+        """A member whose value is `name`, with the LMS's record as attributes."""
+        member = str.__new__(cls, name)
+        member._value_ = name
+        member.label, member.gradebook = label, gradebook
+        member.feedback, member.full_names = feedback, full_names
+        return member
 
 
 def gradebook_platform(header):
