@@ -172,7 +172,7 @@ def wait_for_a_graded_notebook(root, process, seconds=300):
     """Wait until the run has written one executed autograded notebook."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline and process.poll() is None:
-        if any(instructor.executed(p) for p in (root / "autograded").glob(f"*/{LAB}/*.ipynb")):
+        if any(notebooks.executed(p) for p in (root / "autograded").glob(f"*/{LAB}/*.ipynb")):
             return
         time.sleep(0.1)
     raise AssertionError("the run graded nothing in time, or ended before it could be stopped")
@@ -228,7 +228,7 @@ def test_a_run_stopped_midway_then_rerun_gives_every_grade_once(
     unfinished = [
         s
         for s in instructor.submitted_students(LAB, root)
-        if not instructor.executed(paths.autograded(root, s, LAB) / NOTEBOOK)
+        if not notebooks.executed(paths.autograded(root, s, LAB) / NOTEBOOK)
     ]
     assert unfinished, "the run was stopped too late to test anything"
     rerun = run_autograde(root, jobs=2)
@@ -294,7 +294,7 @@ def test_a_submission_over_the_time_limit_is_stopped_and_left_for_the_next_run(c
     outcomes = pool.grade_class(LAB, ["a_hangs"], root, jobs=1, limit=10)
     assert not outcomes["a_hangs"].success
     assert "grading took longer than 10 s and was stopped" in outcomes["a_hangs"].log
-    assert not instructor.executed(paths.autograded(root, "a_hangs", LAB) / NOTEBOOK)
+    assert not notebooks.executed(paths.autograded(root, "a_hangs", LAB) / NOTEBOOK)
     instructor.discard_unfinished(LAB, ["a_hangs"], root)
     assert not paths.autograded(root, "a_hangs", LAB).exists()
 
