@@ -230,8 +230,8 @@ def link_course(linked, course, deployment, name):
     """
     if linked and linked.deployment_id:
         return linked
-    linked = replace(course, deployment_id=deployment, linked_by=linked.linked_by if linked
-                     else name, time=now())  # fmt: skip
+    by = linked.linked_by if linked else name
+    linked = replace(course, deployment_id=deployment, linked_by=by, time=now())
     launches.write_link(lti_folder(), linked, instructor_account())
     return linked
 
