@@ -10,7 +10,8 @@ template sanitizes that HTML afterwards (nbconvert's `clean_html`), each formula
 presentation MathML only is set aside and put back after the sanitizing. Math in
 code, preformatted text and code blocks stays as it is, as MathJax would leave it. A formula is
 kept as TeX when it holds a command that makes links or HTML (`pages.ACTIVE_TEX`), when it is
-longer than MAX_FORMULA_CHARACTERS (converting costs many times its size), when it
+longer than MAX_FORMULA_CHARACTERS (converting costs many times its size) or past the first
+MAX_FORMULAS of a cell, when it
 cannot be converted, or when its MathML holds anything besides presentation elements and their
 layout attributes. The pages load no MathJax: `templates/base/mathjax.html.j2` replaces
 nbconvert's `mathjax` macro by one that loads nothing.
@@ -34,14 +35,17 @@ TEMPLATE_BASEDIRS = [
     str(Path(__file__).parent / "templates"),
     str(Path(nbgrader.__file__).parent / "server_extensions" / "formgrader" / "templates"),
 ]
+MAX_FORMULA_CHARACTERS = 1_000  # a longer formula stays TeX: the course's longest has 200
+MAX_FORMULAS = 500  # of one rendered cell converted; the rest stay TeX (each takes ~0.3 ms)
 # Display math ($$...$$, \[...\], \begin{env}...\end{env}), then inline math ($...$, \(...\)).
-MATH = re.compile(
-    r"\$\$(?P<display>.+?)\$\$|\\\[(?P<bracket>.+?)\\\]"
-    r"|(?P<environment>\\begin\{(?P<name>[A-Za-z]+\*?)\}.+?\\end\{(?P=name)\})"
-    r"|\\\((?P<paren>.+?)\\\)|(?<![\\$])\$(?P<inline>[^$]+?)(?<!\\)\$",
-    re.DOTALL,
+# Each looks no further than MAX_FORMULA_CHARACTERS for its end, so that text full of openings
+# without an end takes a time in proportion to its length, not to its square.
+MATH_PATTERN = (
+    r"\$\$(?P<display>.{1,N}?)\$\$|\\\[(?P<bracket>.{1,N}?)\\\]"
+    r"|(?P<environment>\\begin\{(?P<name>[A-Za-z]+\*?)\}.{1,N}?\\end\{(?P=name)\})"
+    r"|\\\((?P<paren>.{1,N}?)\\\)|(?<![\\$])\$(?P<inline>[^$]{1,N}?)(?<!\\)\$"
 )
-MAX_FORMULA_CHARACTERS = 5_000  # a longer formula stays TeX: the course's longest has 200
+MATH = re.compile(MATH_PATTERN.replace("{1,N}", f"{{1,{MAX_FORMULA_CHARACTERS}}}"), re.DOTALL)
 LEFT_AS_IS = frozenset({"pre", "code", "script", "style", "textarea"})
 MATHML_TAGS = frozenset(
     "math mrow mi mn mo ms mtext mspace msub msup msubsup munder mover munderover mfrac msqrt "
@@ -88,12 +92,19 @@ def math_as_mathml(page):
     return "".join(rewriter.parts)
 
 
-def text_with_mathml(text):
-    """Plain text as HTML, each formula in it as MathML when it converts safely."""
+def text_with_mathml(text, budget=None):
+    """Plain text as HTML, each formula in it as MathML when it converts safely.
+
+    `budget` ([formulas left to convert]) is shared by the texts of one page: past it, formulas
+    stay TeX.
+    """
+    budget = [MAX_FORMULAS] if budget is None else budget
     parts, start = [], 0
     for match in MATH.finditer(text):
         parts.append(html.escape(text[start : match.start()], quote=False))
-        parts.append(formula_as_mathml(match) or html.escape(match.group(), quote=False))
+        converted = formula_as_mathml(match) if budget[0] > 0 else None
+        budget[0] -= 1
+        parts.append(converted or html.escape(match.group(), quote=False))
         start = match.end()
     parts.append(html.escape(text[start:], quote=False))
     return "".join(parts)
@@ -125,6 +136,7 @@ class MathRewriter(HTMLParser):
         super().__init__(convert_charrefs=True)
         self.parts = []
         self.left_as_is = 0  # how many elements that keep their text as it is are open
+        self.budget = [MAX_FORMULAS]  # formulas this page may still convert
 
     def handle_starttag(self, tag, attrs):
         """Copy the tag as it was written."""
@@ -148,7 +160,7 @@ class MathRewriter(HTMLParser):
         elif self.left_as_is:
             self.parts.append(html.escape(data, quote=False))
         else:
-            self.parts.append(text_with_mathml(data))
+            self.parts.append(text_with_mathml(data, self.budget))
 
     def handle_comment(self, data):
         """Copy a comment."""

@@ -4,6 +4,7 @@ import pytest
 
 from course.grading.preprocessors.mathml import (
     MAX_FORMULA_CHARACTERS,
+    MAX_FORMULAS,
     clean_html_keeping_mathml,
     is_presentation_mathml,
     math_as_mathml,
@@ -69,3 +70,16 @@ def test_a_formula_longer_than_the_budget_stays_tex_and_one_within_it_converts()
     assert "<math" in math_as_mathml(f"<p>${within}$</p>")
     too_long = within + "+y+z"  # a nest of fractions this long would cost many times its size
     assert math_as_mathml(f"<p>${too_long}$</p>") == f"<p>${too_long}$</p>"
+
+
+def test_text_full_of_openings_without_an_end_stays_as_it_is():
+    # Each opening looks no further than MAX_FORMULA_CHARACTERS for its end: in proportion to the
+    # text's length, not its square (this took minutes for a cell of 100 000 characters).
+    text = r"\[" * 30_000 + "$$" + r"\(" * 10_000
+    assert math_as_mathml(f"<p>{text}</p>") == f"<p>{text}</p>"
+
+
+def test_a_cell_converts_at_most_its_budget_of_formulas_and_leaves_the_rest_tex():
+    page = math_as_mathml("<p>" + "$x$ " * (MAX_FORMULAS + 10) + "</p>")
+    assert page.count("<math") == MAX_FORMULAS
+    assert page.endswith("$x$ " * 10 + "</p>")
