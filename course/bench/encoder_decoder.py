@@ -1,26 +1,27 @@
-"""Lab 11's encoder-decoder transformer: ``python -m course.bench.encoder_decoder``.
+"""Lab 11's translator of number words into digits: ``python -m course.bench.encoder_decoder``.
 
 The model is the lab's own solution: the solution cells of
 source/11_encoder_decoder/11_encoder_decoder_lab.ipynb, run in a fresh namespace after the import
 statements of the lab's setup cell (`course.coursedir.scratch.load_solution`).
 
-* `encoder_decoder_parity_max_abs_error`: the largest absolute difference between the lab's
-  `EncoderDecoder` (d_model=32, 4 heads, 2 layers, d_ff=64), given the weights of a seeded
-  `nn.Transformer(..., norm_first=True, batch_first=True)` by the lab's `copy_from_torch`, and
-  that `nn.Transformer`, on a batch of 16 sources of 12 positions (padded to lengths 1 to 12) and
-  targets of 10, in float32;
-* `encoder_decoder_forward_seconds_lab`, `encoder_decoder_forward_seconds_torch`,
-  `encoder_decoder_forward_ratio`: the seconds of one forward pass of each on that batch,
-  without gradients (median of `repeats` calls after one untimed call), and the first over the
-  second;
-* `encoder_decoder_train_seconds`, `encoder_decoder_valid_mse`: the lab's `SquaresTransformer`
-  (d_model=16, 2 heads, 1 layer, d_ff=32) trained by the lab's `train` as the lab's test trains
-  it (60 epochs of the recipe's training squares), the seconds of that training, and its MSE on
-  the recipe's validation squares (`utils.recipe.validation_batches`) with the lab's greedy
-  `generate`;
-* `encoder_decoder_lesson06_valid_mse`: lesson 06's GRU with attention (the lecture's
-  `AttentionEncoderDecoder`, loaded from notebooks/06_seq2seq_attention.ipynb), trained with
-  `utils.recipe.RECIPE` from seed 0, on the same validation squares: the bar of the lab's test.
+* `translator_parity_max_abs_error`: the largest absolute difference between the logits of the
+  lab's `Translator` (42 tokens, d_model=32, 4 heads, 2 layers, d_ff=64) with seeded random
+  weights and those of `nn.Transformer(..., batch_first=True)` (post-LN) holding the same
+  weights (fed the same embedded tokens, its output through the same head), on 16 numbers of
+  sources padded to 4 words and targets of up to 4 tokens, in float32;
+* `translator_forward_seconds_lab`, `translator_forward_seconds_torch`,
+  `translator_forward_ratio`: the seconds of one teacher-forced forward pass of each on a batch
+  of 200 numbers, without gradients (median of `repeats` calls after one untimed call), and the
+  first over the second;
+* `translator_train_seconds`: the median seconds of the lab's test training (the lab's `train`:
+  `Translator(42, 32, 2, 1, 64)`, 10 epochs of the 800 training numbers in batches of 32);
+* `translator_exact_match_min`, `..._median`, `..._max`: over seeds 0-4 of that training, the
+  share of the 200 held-out numbers that the lab's `greedy_decode` writes exactly (the lab's bar
+  is 0.9); `translator_beam_exact_match_median`: the same with the lab's `beam_search` of width 4;
+* `translator_exact_match_causal_cross_median` (min, max): the same training with every
+  cross-attention under a causal mask over the source (target position t reads memory positions
+  0 .. t), and `translator_exact_match_causal_encoder_median` (min, max) with the encoder's
+  self-attention causal too: the numbers of the lab's written answer (2).
 
 Threads: one (`torch.set_num_threads(1)`, restored afterwards), as the lab's test uses;
 ``--threads 0`` leaves the setting as it is.
@@ -28,48 +29,59 @@ Threads: one (`torch.set_num_threads(1)`, restored afterwards), as the lab's tes
 
 import statistics
 import time
-import warnings
-from pathlib import Path
 
 import torch
 from torch import nn
 
 from course.bench.cli import lesson_main
-from course.coursedir import notebooks, paths, scratch
-from utils.data import TARGET_LENGTH
-from utils.recipe import RECIPE, seq2seq_forward, squares_batches, train_seq2seq, validation_batches
+from course.coursedir import scratch
 from utils.timing import torch_threads
-from utils.training import loader_loss
+from utils.translation import BOS, PAD, Vocabulary, batched, number_pairs, split_numbers
 
 ASSIGNMENT = "11_encoder_decoder"
-LESSON_06 = "notebooks/06_seq2seq_attention.ipynb"
 PARITY_SIZES = (32, 4, 2, 64)  # d_model, n_heads, n_layers, d_ff
-PARITY_BATCH, PARITY_SOURCE, PARITY_TARGET = 16, 12, 10
-SMALL_MODEL = {"d_model": 16, "n_heads": 2, "n_layers": 1, "d_ff": 32}
-TRAIN_EPOCHS = 60
+LAB_SIZES = (32, 2, 1, 64)
+TRAIN_EPOCHS, TRAIN_BATCH, SEEDS, BEAM_SIZE, MAX_LENGTH = 10, 32, range(5), 4, 6
+TORCH_NAMES = {"encoder.layers.": "encoder_blocks.", "decoder.layers.": "decoder_blocks.",
+               "encoder.norm.": "encoder_norm.", "decoder.norm.": "decoder_norm.",
+               "self_attn.": "self_attention.", "multihead_attn.": "cross_attention.",
+               "out_proj.": "w_o.", "linear1.": "feed_forward.0.", "linear2.": "feed_forward.2."}
 
 
-def torch_transformer(d_model, n_heads, n_layers, d_ff, seed=0):
-    """A seeded nn.Transformer(..., norm_first=True, batch_first=True) without dropout."""
-    torch.manual_seed(seed)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # nested tensors are off with norm_first: it says so
-        model = nn.Transformer(d_model, n_heads, n_layers, n_layers, d_ff, dropout=0.0,
-                               norm_first=True, batch_first=True)
-    with torch.no_grad():
-        for name, value in model.named_parameters():
-            if name.endswith("bias") or "norm" in name:  # torch starts them at 0 and 1
-                value.add_(0.2 * torch.randn(value.shape))
-    return model.eval()
+def torch_transformer(d_model, n_heads, n_layers, d_ff):
+    """nn.Transformer(..., batch_first=True) without dropout: post-LN, its default."""
+    model = nn.Transformer(d_model, n_heads, n_layers, n_layers, d_ff, dropout=0.0,
+                           batch_first=True)
+    model.encoder.use_nested_tensor = False  # padding stays padding: no nested tensors
+    return model
 
 
-def parity_inputs(d_model, seed=1):
-    """Sources (N, Ls, D), targets (N, Lt, D) and a source mask (N, Ls) of lengths 1 .. Ls."""
+def loaded_transformer(model, sizes):
+    """nn.Transformer holding the stacks of the lab's Translator `model`."""
+    ours = dict(model.named_parameters())
+    core = torch_transformer(*sizes)
+    state = {}
+    for name in core.state_dict():
+        course = name
+        for theirs, mine in TORCH_NAMES.items():
+            course = course.replace(theirs, mine)
+        if "in_proj_" in course:
+            kind = course.rsplit("_", 1)[1]
+            parts = [course.replace(f"in_proj_{kind}", f"w_{role}.{kind}") for role in "qkv"]
+            state[name] = torch.cat([ours[part].detach() for part in parts])
+        else:
+            state[name] = ours[course].detach()
+    core.load_state_dict(state)
+    return core.eval()
+
+
+def randomised(model, seed=0):
+    """The model with every parameter drawn at random (biases and norms too)."""
     generator = torch.Generator().manual_seed(seed)
-    x = torch.randn(PARITY_BATCH, PARITY_SOURCE, d_model, generator=generator)
-    y = torch.randn(PARITY_BATCH, PARITY_TARGET, d_model, generator=generator)
-    lengths = torch.randint(1, PARITY_SOURCE + 1, (PARITY_BATCH, 1), generator=generator)
-    return x, y, torch.arange(PARITY_SOURCE) < lengths
+    with torch.no_grad():
+        for value in model.parameters():
+            value.copy_(0.3 * torch.randn(value.shape, generator=generator))
+    return model.eval()
 
 
 def median_seconds(call, repeats):
@@ -83,63 +95,106 @@ def median_seconds(call, repeats):
     return statistics.median(runs)
 
 
-def parity_figures(namespace, repeats):
-    """The lab's EncoderDecoder against nn.Transformer with the same weights: error, seconds."""
-    reference = torch_transformer(*PARITY_SIZES)
-    model = namespace["copy_from_torch"](namespace["EncoderDecoder"](*PARITY_SIZES), reference)
-    model.eval()
-    x, y, mask = parity_inputs(PARITY_SIZES[0])
-    causal = ~torch.ones(PARITY_TARGET, PARITY_TARGET, dtype=torch.bool).tril()
+def parity_figures(namespace, vocabulary, repeats):
+    """The lab's Translator against nn.Transformer with the same weights: error, seconds."""
+    model = randomised(namespace["Translator"](len(vocabulary), *PARITY_SIZES))
+    core = loaded_transformer(model, PARITY_SIZES)
+    source, target = number_pairs(list(range(5, 999, 62)), vocabulary)  # 16 numbers
+    big_source, big_target = number_pairs(split_numbers(0)[1], vocabulary)  # 200 numbers
 
-    def theirs():
-        return reference(x, y, tgt_mask=causal, src_key_padding_mask=~mask,
-                         memory_key_padding_mask=~mask)
+    def theirs(source, target):
+        decoder_input = torch.cat([torch.full_like(target[:, :1], BOS), target[:, :-1]], dim=1)
+        places = model.positions.weight
+        x = model.embedding(source) + places[:source.shape[1]]
+        y = model.embedding(decoder_input) + places[:decoder_input.shape[1]]
+        causal = ~torch.ones(y.shape[1], y.shape[1], dtype=torch.bool).tril()
+        return model.head(core(x, y, tgt_mask=causal, src_key_padding_mask=source == PAD,
+                               memory_key_padding_mask=source == PAD))
 
     with torch.no_grad():
-        error = float((model(x, y, mask) - theirs()).abs().max())
-        lab = median_seconds(lambda: model(x, y, mask), repeats)
-        torch_seconds = median_seconds(theirs, repeats)
+        error = float((model(source, target) - theirs(source, target)).abs().max())
+        lab = median_seconds(lambda: model(big_source, big_target), repeats)
+        torch_seconds = median_seconds(lambda: theirs(big_source, big_target), repeats)
     return error, lab, torch_seconds
 
 
-def trained_figures(namespace, epochs, seed=0):
-    """(training seconds, validation MSE) of the lab's SquaresTransformer trained by its train."""
+def causal_over_keys(attention):
+    """Make a MultiHeadAttention of the lab read keys 0 .. t only from query t, whatever else."""
+    forward = attention.forward
+
+    def masked(query, keys, values, mask=None):
+        causal = torch.ones(query.shape[1], keys.shape[1], dtype=torch.bool).tril()
+        return forward(query, keys, values, causal if mask is None else mask & causal)
+
+    attention.forward = masked
+
+
+def trained(namespace, vocabulary, seed, epochs, causal=()):
+    """The lab's Translator trained as the lab's test trains it: (model, seconds).
+
+    `causal` names the attentions given a causal mask: "cross" and "encoder"."""
+    train_numbers, _ = split_numbers(0)
     torch.manual_seed(seed)
-    model = namespace["SquaresTransformer"](**SMALL_MODEL)
-    batches, _ = squares_batches(RECIPE)
+    model = namespace["Translator"](len(vocabulary), *LAB_SIZES)
+    for block in model.decoder_blocks if "cross" in causal else ():
+        causal_over_keys(block.cross_attention)
+    for block in model.encoder_blocks if "encoder" in causal else ():
+        causal_over_keys(block.self_attention)
+    batches = batched(*number_pairs(train_numbers, vocabulary), TRAIN_BATCH, seed=0)
     start = time.perf_counter()
     namespace["train"](model, batches, epochs)
-    seconds = time.perf_counter() - start
-    source, target = next(iter(validation_batches(RECIPE)))
-    with torch.no_grad():
-        points = model.eval().generate(source, None, TARGET_LENGTH)
-    return seconds, float(((points - target) ** 2).mean())
+    return model.eval(), time.perf_counter() - start
 
 
-def lesson_06_valid_mse(recipe=RECIPE, root=paths.ROOT):
-    """Validation MSE of lecture 06's AttentionEncoderDecoder trained with the recipe, seed 0."""
-    cls = notebooks.load_definitions(Path(root) / LESSON_06,
-                                     ["AttentionEncoderDecoder"])["AttentionEncoderDecoder"]
-    run = train_seq2seq(lambda: cls(recipe.hidden_dim, teacher_forcing=recipe.teacher_forcing),
-                        recipe, seed=0, track_test_loss=False)
-    return loader_loss(run.model, validation_batches(recipe), forward=seq2seq_forward)
+def exact_match(written, target):
+    """The share of rows of written (N, T) that are target (N, Lt), padding aside."""
+    width = max(written.shape[1], target.shape[1])
+    written = nn.functional.pad(written, (0, width - written.shape[1]), value=PAD)
+    target = nn.functional.pad(target, (0, width - target.shape[1]), value=PAD)
+    return float((written == target).all(dim=1).float().mean())
 
 
-def run(repeats=5, num_threads=1, epochs=TRAIN_EPOCHS, recipe=RECIPE):
+def accuracy_figures(namespace, vocabulary, epochs, seeds):
+    """Exact-match shares over seeds of greedy and beam decoding, and of the masked variants."""
+    source, target = number_pairs(split_numbers(0)[1], vocabulary)
+    greedy, beam, cross, encoder, seconds = [], [], [], [], []
+    for seed in seeds:
+        model, spent = trained(namespace, vocabulary, seed, epochs)
+        seconds.append(spent)
+        with torch.no_grad():
+            greedy.append(exact_match(namespace["greedy_decode"](model, source, MAX_LENGTH),
+                                      target))
+            beam.append(statistics.mean(
+                namespace["beam_search"](model, row, BEAM_SIZE, MAX_LENGTH).tolist()
+                == [token for token in wanted.tolist() if token != PAD]
+                for row, wanted in zip(source, target, strict=True)))
+        for runs, causal in ((cross, ("cross",)), (encoder, ("cross", "encoder"))):
+            masked, _ = trained(namespace, vocabulary, seed, epochs, causal)
+            with torch.no_grad():
+                written = namespace["greedy_decode"](masked, source, MAX_LENGTH)
+            runs.append(exact_match(written, target))
+    figures = {"translator_train_seconds": statistics.median(seconds),
+               "translator_beam_exact_match_median": statistics.median(beam)}
+    for name, runs in (("", greedy), ("_causal_cross", cross), ("_causal_encoder", encoder)):
+        figures.update({f"translator_exact_match{name}_min": min(runs),
+                        f"translator_exact_match{name}_median": statistics.median(runs),
+                        f"translator_exact_match{name}_max": max(runs)})
+    return figures
+
+
+def run(repeats=5, num_threads=1, epochs=TRAIN_EPOCHS, seeds=SEEDS):
     """The figures of lab 11, as {name: value}."""
     namespace = scratch.load_solution(ASSIGNMENT)
+    vocabulary = Vocabulary()
     with torch_threads(num_threads), torch.random.fork_rng():
-        error, lab_seconds, torch_seconds = parity_figures(namespace, repeats)
-        train_seconds, valid_mse = trained_figures(namespace, epochs)
-        lesson_06 = lesson_06_valid_mse(recipe)
+        error, lab_seconds, torch_seconds = parity_figures(namespace, vocabulary, repeats)
+        figures = accuracy_figures(namespace, vocabulary, epochs, seeds)
     return {
-        "encoder_decoder_parity_max_abs_error": error,
-        "encoder_decoder_forward_seconds_lab": lab_seconds,
-        "encoder_decoder_forward_seconds_torch": torch_seconds,
-        "encoder_decoder_forward_ratio": lab_seconds / torch_seconds,
-        "encoder_decoder_train_seconds": train_seconds,
-        "encoder_decoder_valid_mse": valid_mse,
-        "encoder_decoder_lesson06_valid_mse": lesson_06,
+        "translator_parity_max_abs_error": error,
+        "translator_forward_seconds_lab": lab_seconds,
+        "translator_forward_seconds_torch": torch_seconds,
+        "translator_forward_ratio": lab_seconds / torch_seconds,
+        **figures,
     }
 
 
