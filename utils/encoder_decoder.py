@@ -404,12 +404,18 @@ def train_squares(build: Callable[[], nn.Module], recipe: TrainingRecipe = RECIP
     The data, splits, batches, epochs and seeds are lesson 06's (`utils.recipe`); the test
     squares are left alone (`squares_mse(model, "test")` measures them, once).
     """
+    variable_length = validation.boolean(variable_length, "variable_length")
+    train_batches, _ = squares_batches(recipe, variable_length)
+    val_batches = validation_batches(recipe, variable_length)
+    return _train_run(build, train_batches, val_batches, recipe, seed, lr)
+
+
+def _train_run(build, train_batches, val_batches, recipe, seed, lr=None) -> SquaresRun:
+    """Build a model under seed, fit it for the recipe's epochs, measure its MSE on val_batches."""
     if isinstance(build, nn.Module) or not callable(build):
         raise ValueError(f"build must be a function that returns a fresh model, got {build!r}")
     seed = validation.seed(seed)
     lr = recipe.lr if lr is None else validation.positive_number(lr, "lr")
-    train_batches, _ = squares_batches(recipe, validation.boolean(variable_length,
-                                                                  "variable_length"))
     with seeded(seed):
         model = build()
     validation.module(model)
@@ -417,7 +423,8 @@ def train_squares(build: Callable[[], nn.Module], recipe: TrainingRecipe = RECIP
     history = fit(model, train_batches, epochs=recipe.epochs, lr=lr, seed=seed,
                   forward=seq2seq_forward)
     seconds = time.perf_counter() - start
-    return SquaresRun(model, history, squares_mse(model, "val", recipe, variable_length), seconds)
+    return SquaresRun(model, history, loader_loss(model, val_batches, forward=seq2seq_forward),
+                      seconds)
 
 
 def forced_and_free_mse(model, source, target, mask=None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -463,16 +470,7 @@ def train_moved_squares(build: Callable[[], nn.Module], recipe: TrainingRecipe =
 
     The recipe's sizes, seeds, batches, epochs and learning rate, on `moved_squares` instead.
     """
-    if isinstance(build, nn.Module) or not callable(build):
-        raise ValueError(f"build must be a function that returns a fresh model, got {build!r}")
-    seed = validation.seed(seed)
     train = moved_squares(recipe.n_train, recipe.train_seed, recipe.noise)
-    val = Batches(moved_squares(recipe.n_val, recipe.val_seed, recipe.noise), recipe.n_val)
-    with seeded(seed):
-        model = build()
-    validation.module(model)
-    start = time.perf_counter()
-    history = fit(model, Batches(train, recipe.batch_size, shuffle=True, seed=recipe.train_seed),
-                  epochs=recipe.epochs, lr=recipe.lr, seed=seed, forward=seq2seq_forward)
-    seconds = time.perf_counter() - start
-    return SquaresRun(model, history, loader_loss(model, val, forward=seq2seq_forward), seconds)
+    val = moved_squares(recipe.n_val, recipe.val_seed, recipe.noise)
+    train_batches = Batches(train, recipe.batch_size, shuffle=True, seed=recipe.train_seed)
+    return _train_run(build, train_batches, Batches(val, recipe.n_val), recipe, seed)
