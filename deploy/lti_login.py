@@ -283,8 +283,7 @@ class CourseLTIAuthenticator(LTI13Authenticator):
             raise refused(403, problem)
         newly_linked = linked is None
         link_course(linked, course, deployment, name)
-        platform = {"issuer": self.issuer, "client_id": audience(claims),
-                    "deployment_id": deployment, "token_url": self.token_url}  # fmt: skip
+        platform = launches.LtiPlatform(self.issuer, audience(claims), deployment, self.token_url)
         record_launch(name, claims, lab, platform)
         model["name"] = name
         model["auth_state"] = {**claims, "course_role": role, "course_lab": lab,

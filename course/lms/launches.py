@@ -24,7 +24,16 @@ LTI_FOLDER = "lti"
 LAUNCHES_FILE = "launches.json"
 LMS_COURSE_FILE = "lms_course.json"
 PLATFORM, LAUNCHES = "platform", "launches"  # the two parts of launches.json
-PLATFORM_KEYS = ("issuer", "client_id", "deployment_id", "token_url")
+
+
+@dataclass(frozen=True)
+class LtiPlatform:
+    """The LMS site the launches came from, as the grade sender needs it."""
+
+    issuer: str
+    client_id: str  # the tool's id on the platform: the sender's token requests name it
+    deployment_id: str
+    token_url: str  # where the sender asks for a bearer token
 
 
 @dataclass(frozen=True)
@@ -115,25 +124,27 @@ def write_private(path, value, owner=None):
 
 
 def record_launch(folder, launch, platform, owner=None):
-    """Add `launch` to lti/launches.json of `folder`, and the `platform` it came from.
+    """Add `launch` to lti/launches.json of `folder`, and the `platform` (an LtiPlatform) it
+    came from.
 
     It replaces only the same user's earlier launch of the same lab from the same activity of
     the same LMS course: a launch from another LMS course never replaces this course's lineitem.
     """
     path = Path(folder) / LAUNCHES_FILE
     record = read_private(path) or {}
-    record[PLATFORM] = {key: platform[key] for key in PLATFORM_KEYS}
+    record[PLATFORM] = asdict(platform)
     users = record.setdefault(LAUNCHES, {}).setdefault(launch.context, {})
     users.setdefault(launch.user, {}).setdefault(launch.lab, {})[launch.link] = launch.entry()
     write_private(path, record, owner)
 
 
 def read_launches(folder):
-    """(the platform, every Launch) of lti/launches.json in `folder`; (None, []) before any."""
+    """(the LtiPlatform, every Launch) of lti/launches.json in `folder`; (None, []) before any."""
     record = read_private(Path(folder) / LAUNCHES_FILE)
     if record is None:
         return None, []
-    return record.get(PLATFORM), [
+    platform = record.get(PLATFORM) or {}
+    return LtiPlatform(*(str(platform.get(f.name) or "") for f in fields(LtiPlatform))), [
         launch_of(context, user, lab, link, entry)
         for context, users in record.get(LAUNCHES, {}).items()
         for user, labs in users.items()

@@ -158,9 +158,9 @@ def client_assertion(platform, key):
     """The signed JWT that authenticates the course at the platform's token endpoint."""
     now = int(time.time())
     claims = {
-        "iss": platform["client_id"],
-        "sub": platform["client_id"],
-        "aud": platform["token_url"],
+        "iss": platform.client_id,
+        "sub": platform.client_id,
+        "aud": platform.token_url,
         "iat": now,
         "exp": now + 300,
         "jti": uuid.uuid4().hex,
@@ -185,7 +185,7 @@ def access_token(platform, key, session, scope=SCORE_SCOPE):
         "client_assertion": client_assertion(platform, key),
         "scope": scope,
     }
-    answer = call(session, "POST", platform["token_url"], data=form)
+    answer = call(session, "POST", platform.token_url, data=form)
     try:
         return answer.json()["access_token"]
     except (ValueError, KeyError):

@@ -57,6 +57,13 @@ def mark_autograded(root, student):
     nbformat.write(nb, folder / paths.lab_filename(LAB))
 
 
+def platform_of(stand_in):
+    """The stand-in as the hub records the platform of a launch."""
+    endpoints = stand_in.endpoints
+    return launches.LtiPlatform(endpoints["issuer"], endpoints["client_id"],
+                                endpoints["deployment_id"], endpoints["token_url"])  # fmt: skip
+
+
 def record_launches(root, stand_in, records, linked=ATTN):
     """lti/launches.json and lms_course.json as the hub writes them: only these launches, in
     time order."""
@@ -74,7 +81,7 @@ def record_launches(root, stand_in, records, linked=ATTN):
             scope=tuple(AGS_SCOPES),
             time=f"2026-01-05T10:00:{second:02d}+00:00",
         )
-        launches.record_launch(folder, launch, stand_in.endpoints)
+        launches.record_launch(folder, launch, platform_of(stand_in))
     course = launches.LinkedCourse(linked.id, linked.label, linked.title, deployment_id="1")
     launches.write_link(folder, course)
 

@@ -17,8 +17,8 @@ import lti_grades_page  # noqa: E402 - deploy/ is found by path, as on the hub
 import lti_login  # noqa: E402
 
 CLAIM = lti_login.CLAIM
-PLATFORM = {"issuer": "https://moodle.example", "client_id": "c1", "deployment_id": "1",
-            "token_url": "https://moodle.example/mod/lti/token.php"}  # fmt: skip
+PLATFORM = launches.LtiPlatform("https://moodle.example", "c1", "1",
+                                "https://moodle.example/mod/lti/token.php")
 ATTN = {"id": "2", "label": "ATTN", "title": "Attention, Step by Step"}
 SERVICE = "https://moodle.example/mod/lti/services.php/2/lineitems?type_id=1"
 SCOPES = ["https://purl.imsglobal.org/spec/lti-ags/scope/lineitem.readonly",
@@ -68,7 +68,9 @@ def test_a_record_the_hub_wrote_before_still_reads_and_keeps_its_launches(tmp_pa
     folder = launches.lti_folder(tmp_path)
     entry = {"lineitem": "L5", "lineitems": SERVICE, "scope": SCOPES, "sub": "3",
              "time": "2026-12-01T09:00:00+00:00"}  # fmt: skip
-    written = {"platform": PLATFORM, "launches": {"2": {"ada": {"01_softmax": {"7": entry}}}}}
+    platform = {"client_id": "c1", "deployment_id": "1", "issuer": "https://moodle.example",
+                "token_url": "https://moodle.example/mod/lti/token.php"}  # fmt: skip
+    written = {"platform": platform, "launches": {"2": {"ada": {"01_softmax": {"7": entry}}}}}
     (folder / "launches.json").write_text(json.dumps(written, indent=1, sort_keys=True))
     linked = {**ATTN, "deployment_id": "1", "linked_by": "teacher", "time": "2026-12-01T08:59:00"}
     (folder / "lms_course.json").write_text(json.dumps(linked))

@@ -127,7 +127,7 @@ def launch_claims(user, course, link, lineitem):
 
 
 def test_a_launch_from_another_course_never_replaces_this_courses_lineitem(private_folder):
-    platform = {"issuer": "i", "client_id": "c", "deployment_id": "1", "token_url": "t"}
+    platform = launches.LtiPlatform("i", "c", "1", "t")
     lti_login.record_launch("ada", launch_claims("3", ATTN, "7", "L5"), "01_softmax", platform)
     lti_login.record_launch("ada", launch_claims("3", SANDBOX, "20", "L40"), "01_softmax", platform)
     _, recorded = launches.read_launches(private_folder)
