@@ -123,6 +123,11 @@ def write_private(path, value, owner=None):
 # launches.json
 
 
+def decoded(kind, record):
+    """A `kind` (a dataclass of text fields) from its JSON object; a field it lacks is ""."""
+    return kind(**{f.name: str(record.get(f.name) or "") for f in fields(kind)})
+
+
 def record_launch(folder, launch, platform, owner=None):
     """Add `launch` to lti/launches.json of `folder`, and the `platform` (an LtiPlatform) it
     came from.
@@ -143,8 +148,7 @@ def read_launches(folder):
     record = read_private(Path(folder) / LAUNCHES_FILE)
     if record is None:
         return None, []
-    platform = record.get(PLATFORM) or {}
-    return LtiPlatform(*(str(platform.get(f.name) or "") for f in fields(LtiPlatform))), [
+    return decoded(LtiPlatform, record.get(PLATFORM) or {}), [
         launch_of(context, user, lab, link, entry)
         for context, users in record.get(LAUNCHES, {}).items()
         for user, labs in users.items()
@@ -174,7 +178,7 @@ def read_link(folder):
     record = read_private(Path(folder) / LMS_COURSE_FILE)
     if record is None:
         return None
-    return LinkedCourse(**{f.name: str(record.get(f.name) or "") for f in fields(LinkedCourse)})
+    return decoded(LinkedCourse, record)
 
 
 def write_link(folder, linked, owner=None):
