@@ -130,11 +130,11 @@ def grade_shared(assignment, students, root, sandboxed, jobs, progress_stream, r
     """Grade what the gradebook's work queue hands this machine, until the class is graded."""
     queue = grading_queue.Queue(url, assignment)
     try:
-        with grading_queue.setup_lock(queue.engine):
+        with queue.setting_up():  # graders that start at once record the lab once
             ensure_in_gradebook(assignment, root)
-            queue.run(grading_queue.SCHEMA)
-        graded = {s for s in students if is_graded(root, s, assignment)}
-        queue.enqueue(students, graded)
+        queued = queue.rows()
+        new = [student for student in students if student not in queued]
+        queue.enqueue(new, {student for student in new if is_graded(root, student, assignment)})
         queue.request_regrade(set(regrade) & set(students))
         progress = grading_pool.Progress(assignment, queue.unfinished(), progress_stream)
         return grading_pool.grade_queue(

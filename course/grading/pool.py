@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from course.coursedir.nbgrader_run import nbgrader_environment
 from course.grading.kernels import linux, sandbox, zygote
+from course.grading.queue import Claim
 
 # A submission still being graded after this long is stopped, and reported not graded. Every wait
 # on its kernel already has a deadline (`course.grading.remote.client.Deadline`: 125 s at most
@@ -181,30 +182,77 @@ def grade_class(
 
     Each student's kernel runs in a sandbox of its own unless `sandboxed` is False.
     """
+    if not students:
+        return {}
     jobs = min(checked_jobs(jobs), len(students))
     progress = progress or Progress(assignment, len(students))
+    return grade_queue(
+        assignment, ClassList(students), root, jobs, progress, sandboxed, limit=limit
+    )
+
+
+class ClassList:
+    """One machine's class, handed out in order: `grade_queue`'s queue where none is shared."""
+
+    def __init__(self, students):
+        self.waiting, self.held = deque(students), set()
+
+    def claim(self):
+        """The next student, or None."""
+        if not self.waiting:
+            return None
+        student = self.waiting.popleft()
+        self.held.add(student)
+        return Claim(student, regrade=False)
+
+    def record(self, student, graded, error=""):
+        """The student's grading has ended."""
+        self.held.discard(student)
+
+    def unfinished(self):
+        """How many students are waiting or being graded."""
+        return len(self.waiting) + len(self.held)
+
+    def renew_due(self):
+        """False: nobody else could take a student over."""
+        return False
+
+    def give_back(self, students):
+        """Nothing to give back: nobody else grades this class."""
+
+
+def grade_queue(assignment, queue, root, jobs=None, progress=None, sandboxed=True, **options):
+    """Grade the submissions `queue` hands this grader on `jobs` workers; {student: Outcome}.
+
+    `queue` is the shared one of a PostgreSQL gradebook (`course.grading.queue.Queue`) or one
+    machine's `ClassList`.
+
+    Options: `limit` (seconds per submission), `prepare(claim)` (called before a claimed
+    submission is graded) and `graded(student)` (True if its grade was recorded to the end).
+    """
+    limit = options.get("limit", SUBMISSION_LIMIT_SECONDS)
+    prepare = options.get("prepare", lambda claim: None)
+    graded = options.get("graded", lambda student: True)
+    progress = progress or Progress(assignment, queue.unfinished())
     sandbox.sweep_kernel_folders()  # what the kernels of a killed run left
     command = worker_command(assignment, sandboxed)
+    outcomes = {}
     with zygote.shared() as environment:
-        workers = [Worker(command, root, environment) for _ in range(jobs)]
+        workers = [Worker(command, root, environment) for _ in range(checked_jobs(jobs))]
+        setting = (command, root, environment, limit)
         try:
-            return hand_out(students, workers, (command, root, environment, limit), progress)
+            while claim_for_idle(workers, queue, prepare) or queue.unfinished():
+                for outcome in collect(workers, *setting):
+                    outcomes[outcome.student] = outcome
+                    success = outcome.success and graded(outcome.student)
+                    queue.record(outcome.student, success, outcome.error)
+                progress.update(len(outcomes), sum(not o.success for o in outcomes.values()))
+                renew_leases(workers, queue, setting)
         finally:
             progress.close()
+            queue.give_back([worker.student for worker in workers if worker.student])
             for worker in workers:
                 worker.stop()
-
-
-def hand_out(students, workers, setting, progress):
-    """Give each student to the next free worker until all are graded; {student: Outcome}."""
-    queue, outcomes = deque(students), {}
-    while len(outcomes) < len(students):
-        for worker in workers:
-            if worker.student is None and queue:
-                worker.give(queue.popleft())
-        for outcome in collect(workers, *setting):
-            outcomes[outcome.student] = outcome
-        progress.update(len(outcomes), sum(not o.success for o in outcomes.values()))
     return outcomes
 
 
@@ -227,38 +275,6 @@ def collect(workers, command, root, environment, limit):
             worker.stop()
             workers[index] = Worker(command, root, environment)
         outcomes.append(outcome)
-    return outcomes
-
-
-def grade_queue(assignment, queue, root, jobs=None, progress=None, sandboxed=True, **options):
-    """Grade the submissions `queue` hands this grader on `jobs` workers; {student: Outcome}.
-
-    Options: `limit` (seconds per submission), `prepare(claim)` (called before a claimed
-    submission is graded) and `graded(student)` (True if its grade was recorded to the end).
-    """
-    limit = options.get("limit", SUBMISSION_LIMIT_SECONDS)
-    prepare = options.get("prepare", lambda claim: None)
-    graded = options.get("graded", lambda student: True)
-    progress = progress or Progress(assignment, queue.unfinished())
-    sandbox.sweep_kernel_folders()
-    command = worker_command(assignment, sandboxed)
-    outcomes = {}
-    with zygote.shared() as environment:
-        workers = [Worker(command, root, environment) for _ in range(checked_jobs(jobs))]
-        setting = (command, root, environment, limit)
-        try:
-            while claim_for_idle(workers, queue, prepare) or queue.unfinished():
-                for outcome in collect(workers, *setting):
-                    outcomes[outcome.student] = outcome
-                    success = outcome.success and graded(outcome.student)
-                    queue.record(outcome.student, success, outcome.error)
-                    progress.update(len(outcomes), sum(not o.success for o in outcomes.values()))
-                renew_leases(workers, queue, setting)
-        finally:
-            progress.close()
-            queue.give_back([worker.student for worker in workers if worker.student])
-            for worker in workers:
-                worker.stop()
     return outcomes
 
 

@@ -102,7 +102,10 @@ class Queue:
     def __init__(self, url, assignment, owner=None, lease=None):
         if not is_shared(url):
             raise ValueError(f"expected a PostgreSQL gradebook URL for the queue, got {url!r}")
-        self.engine = sqlalchemy.create_engine(url, pool_size=1, max_overflow=1)
+        # Each statement is atomic alone: no BEGIN and COMMIT round trips around it.
+        self.engine = sqlalchemy.create_engine(
+            url, isolation_level="AUTOCOMMIT", pool_size=1, max_overflow=1
+        )
         self.assignment = assignment
         self.owner = owner or grader_name()
         self.lease = lease_seconds() if lease is None else lease
@@ -113,15 +116,22 @@ class Queue:
         self.engine.dispose()
 
     def run(self, statement, **values):
-        """Execute one statement in a transaction of its own; its rows, if it returns any."""
+        """Execute one statement (a transaction of its own); its rows, if it returns any."""
         with self.engine.begin() as connection:
             result = connection.execute(text(statement), {"lab": self.assignment, **values})
             return result.fetchall() if result.returns_rows else []
 
-    def create(self):
-        """Create the queue's table if it is not there yet."""
+    @contextmanager
+    def setting_up(self):
+        """Hold the course's setup lock, with the queue's table created if it was not there."""
         with setup_lock(self.engine):
             self.run(SCHEMA)
+            yield
+
+    def create(self):
+        """Create the queue's table if it is not there yet."""
+        with self.setting_up():
+            pass
 
     def enqueue(self, students, graded=()):
         """Add the students not in the queue yet: waiting, or graded if in `graded` already.
@@ -161,22 +171,24 @@ class Queue:
         return len(rows)
 
     def claim(self):
-        """Lease the next submission waiting, or one whose lease ran out; a Claim, or None."""
-        self.run(
-            f"UPDATE {TABLE} SET state = 'failed', owner = NULL, finished = now(), "
-            "error = format(:lost, claims) WHERE assignment = :lab AND state = 'grading' "
-            "AND lease_expires < now() AND claims >= :most",
-            lost=LOST,
-            most=MAX_CLAIMS,
-        )
+        """Lease the next submission waiting, or one whose lease ran out; a Claim, or None.
+
+        One statement: those whose leases ran out `MAX_CLAIMS` times are failed, and of the
+        others the first free one is leased.
+        """
         rows = self.run(
+            f"WITH lost AS (UPDATE {TABLE} SET state = 'failed', owner = NULL, "
+            "finished = now(), error = format(:lost, claims) WHERE assignment = :lab "
+            "AND state = 'grading' AND lease_expires < now() AND claims >= :most) "
             f"UPDATE {TABLE} SET state = 'grading', owner = :owner, claims = claims + 1, "
             "lease_expires = now() + make_interval(secs => :lease) "
             f"WHERE (assignment, student) = (SELECT assignment, student FROM {TABLE} "
-            "WHERE assignment = :lab AND (state = 'waiting' OR "
-            "(state = 'grading' AND lease_expires < now())) "
+            "WHERE assignment = :lab AND (state = 'waiting' OR (state = 'grading' "
+            "AND lease_expires < now() AND claims < :most)) "
             "ORDER BY state = 'grading', student LIMIT 1 FOR UPDATE SKIP LOCKED) "
             "RETURNING student, regrade",
+            lost=LOST,
+            most=MAX_CLAIMS,
             owner=self.owner,
             lease=self.lease,
         )
