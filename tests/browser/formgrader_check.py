@@ -303,6 +303,11 @@ def test_a_grade_typed_on_a_page_opened_from_jupyterlab_is_saved(browser, gradin
     page = browser.new_page(viewport={"width": 1280, "height": 800})
     page.goto(f"{url}/lab?token={token}")
     page.locator("#jp-main-dock-panel").wait_for(timeout=TIMEOUT)
+    page.get_by_role("menuitem", name="Nbgrader", exact=True).click()
+    shown = page.locator("#jp-mainmenu-nbgrader .lm-Menu-item").filter(visible=True)
+    entries = [text.strip() for text in shown.all_inner_texts()]
+    assert [entry for entry in entries if "Formgrader" in entry] == ["Formgrader"], entries
+    page.keyboard.press("Escape")
     frame = open_formgrader(page)
     frame.get_by_role("link", name="Manual Grading").first.click()
     frame.get_by_role("link", name=LAB, exact=True).click()
