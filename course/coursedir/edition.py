@@ -44,10 +44,10 @@ COLAB_CELL = """\
 if "google.colab" in str(get_ipython()):
     %pip install --quiet --no-deps "git+https://github.com/{repository}@{branch}"
 """
-IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints")
+NOT_SOURCE = ("__pycache__", "*.pyc", ".ipynb_checkpoints")
+IGNORED = shutil.ignore_patterns(*NOT_SOURCE)
 # utils/validate_findings.py is a server extension of the course's JupyterHub (it needs nbgrader).
-UTILS_IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints",
-                                       "validate_findings.py")
+UTILS_IGNORED = shutil.ignore_patterns(*NOT_SOURCE, "validate_findings.py")
 # JupyterLab's settings for the course (no Jupyter news pop-up over the outputs), which the
 # edition's pyproject.toml installs where JupyterLab reads them, as the Makefile does for .venv.
 LAB_SETTINGS = "jupyter-config/lab/settings/overrides.d/course.json"
