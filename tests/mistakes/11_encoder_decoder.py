@@ -397,6 +397,12 @@ MISTAKES = [
         message="the epoch losses of train on a stand-in model",
     ),
     Mistake(
+        name="train_without_training_mode",
+        cell="train",
+        code=_with(_TRAIN, "    model.train()\n", ""),
+        message="without putting it in training mode",
+    ),
+    Mistake(
         name="train_loss_per_batch",
         cell="train",
         code=_with(_TRAIN, "        losses.append(total / tokens)\n", "",
