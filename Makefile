@@ -43,6 +43,8 @@ export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))
 ASSIGNMENT ?=
 # UNSANDBOXED=1 grades with the instructor's own rights where no sandbox can be made (not advised).
 UNSANDBOXED ?=
+# PER_PROCESS=1 grades where no control group can be made: each sandbox has rlimits alone.
+PER_PROCESS ?=
 # JOBS=N grades with N workers, each with its own sandboxed kernels (default: one per core).
 JOBS ?=
 # REGRADE=ID[,ID...] grades those students' submissions afresh. With a PostgreSQL gradebook, make
@@ -174,7 +176,8 @@ bench: $(STAMP)
 	$(BIN)/python -m course.bench
 
 # The options of the grading commands, each on one line when echoed.
-AUTOGRADE_OPTIONS = $(strip $(if $(UNSANDBOXED),--unsandboxed) $(if $(JOBS),--jobs $(JOBS)) \
+AUTOGRADE_OPTIONS = $(strip $(if $(UNSANDBOXED),--unsandboxed) \
+	$(if $(PER_PROCESS),--per-process-limits) $(if $(JOBS),--jobs $(JOBS)) \
 	$(if $(REGRADE),--regrade $(REGRADE)))
 GRADES_OPTIONS = --lms-gradebook "$(LMS_GRADEBOOK)" --lms-column "$(LMS_COLUMN)" \
 	$(if $(PROVISIONAL),--provisional)

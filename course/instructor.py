@@ -2,7 +2,9 @@
 
 python -m course.instructor autograde [ASSIGNMENT]   grade submitted/ (every lab by default),
                                                      on every core (--jobs N: N workers), each
-                                                     kernel in a sandbox (--unsandboxed: not);
+                                                     kernel in a sandbox (--unsandboxed: not)
+                                                     bounded as a whole by a control group
+                                                     (--per-process-limits: rlimits alone);
                                                      --regrade ID[,ID...]: grade those afresh.
                                                      With a PostgreSQL gradebook, the same
                                                      command on several machines shares the
@@ -51,6 +53,12 @@ Student code is untrusted. Grade on a Linux machine (or a VM, or a container all
 namespaces) where you are root or unprivileged user namespaces are enabled
 (sysctl kernel.unprivileged_userns_clone=1, or user.max_user_namespaces > 0).
 To grade without a sandbox anyway, with your own rights: make autograde UNSANDBOXED=1"""
+NO_GROUP = """make autograde refuses to grade: no control group can bound each sandbox as a whole.
+Reason: {reason}
+Each sandbox would then have only per-process limits (rlimits): a student's processes together
+could hold many times one process's memory. Grade as root, or from a server started in a control
+group delegated to you (the hub's config does this, see SECURITY.md "What each mode bounds").
+To grade with per-process limits anyway: make autograde PER_PROCESS=1"""
 GRADES_CSV = "grades.csv"
 PROVISIONAL_FEEDBACK = 'also for submissions with written answers to grade ("to be graded")'
 PROVISIONAL_GRADES = "also the scores that count written answers still to grade as 0"
@@ -351,6 +359,11 @@ def command_line():
         "--unsandboxed", action="store_true", help="autograde without a sandbox (not advised)"
     )
     grading.add_argument(
+        "--per-process-limits",
+        action="store_true",
+        help="grade where no control group can be made, each sandbox bounded per process only",
+    )
+    grading.add_argument(
         "--jobs", type=jobs_argument, default=None, help="autograde workers (default: every core)"
     )
     grading.add_argument(
@@ -385,7 +398,8 @@ def run_collect(args):
 
 
 def run_autograde(args):
-    """`autograde`: one lab's or every lab's new submissions; refused where no sandbox works.
+    """`autograde`: one lab's or every lab's new submissions; refused where no sandbox works,
+    and where no control group bounds a sandbox as a whole unless --per-process-limits says so.
 
     SIGTERM (a batch scheduler's cancel or time limit) stops it as Ctrl-C does: the submissions
     it holds in a shared gradebook's queue go back at once, for the other graders.
@@ -395,6 +409,10 @@ def run_autograde(args):
         available, reason = sandbox.probe()
         if not available:
             print(NO_SANDBOX.format(reason=reason))
+            return 2
+        mode = cgroups.mode()
+        if mode.kind == cgroups.RLIMITS and not args.per_process_limits:
+            print(NO_GROUP.format(reason=mode.reason))
             return 2
     return for_each_lab(args, print_autograde)
 

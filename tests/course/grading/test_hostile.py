@@ -45,7 +45,7 @@ from course.coursedir import notebooks, paths
 from course.coursedir.nbgrader_run import instructor as run_instructor
 from course.coursedir.nbgrader_run import nbgrader_environment
 from course.coursedir.scratch import cell_scores, fill, solution_cells, submit
-from course.grading.kernels import sandbox, zygote
+from course.grading.kernels import cgroups, sandbox, zygote
 from course.grading.kernels.provisioner import MAX_MESSAGE_BYTES, ForkingKernelManager
 from course.grading.preprocessors import judge
 from course.grading.remote.client import INTERRUPT_GRACE_SECONDS, WALL_FACTOR
@@ -669,6 +669,26 @@ def test_autograde_refuses_to_grade_where_no_sandbox_can_be_made(tmp_path, monke
     assert "refuses to grade" in printed and "user namespaces are disabled" in printed
     assert "make autograde UNSANDBOXED=1" in printed
     assert not (tmp_path / "autograded").exists()
+
+
+def test_autograde_refuses_per_process_limits_alone_unless_asked_by_name(
+    tmp_path, monkeypatch, capsys
+):
+    from course import instructor
+
+    monkeypatch.setattr(sandbox, "probe", lambda: (True, ""))
+    without_group = cgroups.Mode(cgroups.RLIMITS, "no control group is delegated to you")
+    monkeypatch.setattr(cgroups, "mode", lambda: without_group)
+    with pytest.raises(SystemExit) as stopped:
+        instructor.main(["autograde", LAB, "--root", str(tmp_path)])
+    printed = capsys.readouterr().out
+    assert stopped.value.code == 2
+    assert "no control group can bound each sandbox as a whole" in printed, printed
+    assert "no control group is delegated to you" in printed
+    assert "make autograde PER_PROCESS=1" in printed
+    assert not (tmp_path / "autograded").exists()
+    arguments = instructor.command_line().parse_args(["autograde", LAB, "--per-process-limits"])
+    assert arguments.per_process_limits
 
 
 def test_an_unsandboxed_run_says_so_on_every_summary_line(lab_01_course, lab_01_work):
