@@ -162,7 +162,6 @@ KNOWN_IN_UTILS = {
     ("05_masks", "masked_softmax"): 0.73,  # utils.transformer.masked_softmax, the lectures' own
     ("06_seq2seq_attention", "seq2seq_with_attention"): 0.52,  # Lesson06Attention.forward
 }
-BEING_REWRITTEN = {"11_encoder_decoder"}  # known exception: lab 11's exercises are being rewritten
 
 
 def utils_units():
@@ -188,23 +187,14 @@ def over_the_limit(assignment, shown, prefix, known=frozenset(), exempt=()):
     return copies, rewritten
 
 
-def each_lab():
-    """The labs, a lab being rewritten marked as an expected failure of its own."""
-    return [
-        pytest.param(assignment, marks=pytest.mark.xfail(reason="being rewritten", strict=False))
-        if assignment in BEING_REWRITTEN else assignment
-        for assignment in ASSIGNMENTS
-    ]
-
-
-@pytest.mark.parametrize("assignment", each_lab())
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_no_visible_test_holds_an_exercise_s_substance(assignment):
     cells = notebooks.read(generated("release", assignment)).cells
     copies, _ = over_the_limit(assignment, visible_test_units(cells, "lab"), "")
     assert not copies, f"{assignment}: exercises that a visible test computes: {copies}"
 
 
-@pytest.mark.parametrize("assignment", each_lab())
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_utils_holds_no_exercise_s_substance(assignment):
     rebuilt = REBUILDS_UTILS.get(assignment, ())  # a model of utils/ by design: its reference
     copies, rewritten = over_the_limit(assignment, utils_units(), "", KNOWN_IN_UTILS, rebuilt)
