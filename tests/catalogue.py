@@ -12,6 +12,25 @@ ASSIGNMENTS = paths.assignments()
 
 
 @dataclass(frozen=True)
+class Mistake:
+    """A typical wrong answer: `code` replaces the solution cell `cell`; `message` must be shown."""
+
+    name: str
+    cell: str
+    code: str
+    message: str
+
+
+def with_replacements(code, *replacements):
+    """`code` with each text `old` of the pairs (old, new) replaced by `new`; each old once."""
+    for old, new in zip(replacements[::2], replacements[1::2], strict=True):
+        if code.count(old) != 1:
+            raise ValueError(f"{old!r} is not exactly once in the code")
+        code = code.replace(old, new)
+    return code
+
+
+@dataclass(frozen=True)
 class Variant:
     """A correct answer in another style: `code` replaces the solution cell `cell`."""
 

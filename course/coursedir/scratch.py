@@ -1,36 +1,17 @@
 """Build synthetic submissions and autograde them in a scratch copy of the course.
 
 The tests use this to prove that the autograder gives full marks to the solution, zero to the
-blank release and partial marks, with a targeted message, to each catalogued mistake.
+blank release and partial marks, with a targeted message, to each catalogued mistake; the
+benchmarks, to time a lab's solution and a class's autograde.
 """
 
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
 
 from course.coursedir import gradebook_db, notebooks, paths
 from course.coursedir.nbgrader_run import nbgrader
 from course.coursedir.release import generate_release
 from utils.review import defined_names
-
-
-@dataclass(frozen=True)
-class Mistake:
-    """A typical wrong answer: `code` replaces the solution cell `cell`; `message` must be shown."""
-
-    name: str
-    cell: str
-    code: str
-    message: str
-
-
-def with_replacements(code, *replacements):
-    """`code` with each text `old` of the pairs (old, new) replaced by `new`; each old once."""
-    for old, new in zip(replacements[::2], replacements[1::2], strict=True):
-        if code.count(old) != 1:
-            raise ValueError(f"{old!r} is not exactly once in the code")
-        code = code.replace(old, new)
-    return code
 
 
 def solution_cells(assignment, root=paths.ROOT, cell_types=("code", "markdown")):

@@ -1,7 +1,7 @@
 """Typical mistakes in lab 03: each must lose points and show the message that names it."""
 
-from course.coursedir.scratch import Mistake
-from course.coursedir.scratch import with_replacements as _with
+from catalogue import Mistake
+from catalogue import with_replacements as _with
 
 # The correct answer; each mistake below changes one part of it or of _BOOLEAN_ONLY.
 _ATTENTION = '''

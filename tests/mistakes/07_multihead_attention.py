@@ -1,6 +1,6 @@
 """Typical mistakes in lab 07: each must lose points and show the message that names it."""
 
-from course.coursedir.scratch import Mistake, with_replacements
+from catalogue import Mistake, with_replacements
 
 # A correct layer; the layer's mistakes below each change one part of it.
 _LAYER = '''
