@@ -10,17 +10,12 @@ import re
 from collections import Counter
 
 import pytest
+from autograded import autograded_scores, autograded_text
 from catalogue import ASSIGNMENTS, idiomatic, mistakes
 
 from course.coursedir import notebooks, paths
 from course.coursedir.nbgrader_run import instructor
-from course.coursedir.scratch import (
-    autograded_scores,
-    autograded_text,
-    fill,
-    solution_cells,
-    submit,
-)
+from course.coursedir.scratch import fill, solution_cells, submit
 
 MISTAKE_CASES = [
     (assignment, mistake) for assignment in ASSIGNMENTS for mistake in mistakes(assignment)

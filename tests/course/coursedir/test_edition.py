@@ -17,12 +17,13 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from autograded import autograded_scores
 from IPython.core.inputtransformer2 import TransformerManager
 from nbclient import NotebookClient
 
 from course.coursedir import edition, notebooks, paths
 from course.coursedir.scratch import autograde_scratch as run_autograde
-from course.coursedir.scratch import autograded_scores, fill, solution_cells, submit
+from course.coursedir.scratch import fill, solution_cells, submit
 
 REPOSITORY = "example-org/attention-student"
 LAB = "01_softmax"

@@ -18,13 +18,14 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from autograded import autograded_scores
 from nbgrader.api import Gradebook
 from postgres_server import postgres_server
 
 from course.coursedir import gradebook_db, paths
 from course.coursedir.nbgrader_run import instructor as run_instructor
 from course.coursedir.nbgrader_run import nbgrader_environment
-from course.coursedir.scratch import autograded_scores, scratch_course
+from course.coursedir.scratch import scratch_course
 from course.grading import queue
 
 LAB = "01_softmax"

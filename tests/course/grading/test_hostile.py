@@ -37,6 +37,7 @@ from attacks import (
 )
 from attacks.on_the_machine import ATTACKS as ON_THE_MACHINE
 from attacks.on_the_machine import MARK, PLANTED, PLANTS_LINKS
+from autograded import cell_scores
 from catalogue import mistakes
 from jupyter_core.utils import run_sync
 from nbgrader.api import Gradebook
@@ -44,7 +45,7 @@ from nbgrader.api import Gradebook
 from course.coursedir import notebooks, paths
 from course.coursedir.nbgrader_run import instructor as run_instructor
 from course.coursedir.nbgrader_run import nbgrader_environment
-from course.coursedir.scratch import cell_scores, fill, solution_cells, submit
+from course.coursedir.scratch import fill, solution_cells, submit
 from course.grading.kernels import cgroups, sandbox, zygote
 from course.grading.kernels.provisioner import MAX_MESSAGE_BYTES, ForkingKernelManager
 from course.grading.preprocessors import judge

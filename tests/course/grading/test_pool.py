@@ -17,19 +17,14 @@ import time
 
 import psutil
 import pytest
+from autograded import autograded_scores, cell_scores
 from catalogue import mistakes
 from postgres_server import postgres_server
 
 from course import instructor
 from course.coursedir import gradebook_db, notebooks, paths
 from course.coursedir.nbgrader_run import nbgrader_environment
-from course.coursedir.scratch import (
-    autograded_scores,
-    cell_scores,
-    fill,
-    solution_cells,
-    submit,
-)
+from course.coursedir.scratch import fill, solution_cells, submit
 from course.grading import pool, queue
 from course.grading.kernels import cgroups
 from course.grading.preprocessors.judge import JudgeExecute

@@ -21,12 +21,13 @@ import time
 from pathlib import Path
 
 import pytest
+from autograded import autograded_scores
 from local_servers import free_port
 from postgres_server import postgres_server
 
 from course.coursedir import gradebook_db, notebooks, paths
 from course.coursedir.nbgrader_run import nbgrader_environment
-from course.coursedir.scratch import autograded_scores, fill, solution_cells, submit
+from course.coursedir.scratch import fill, solution_cells, submit
 from course.grading import queue
 
 LAB = "01_softmax"

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from autograded import autograded_scores
 
 from course.coursedir import gradebook_db, notebooks, paths
 from course.coursedir.nbgrader_run import instructor as run_instructor
-from course.coursedir.scratch import autograded_scores
 from course.lms import gradebook_csv, names
 from course.lms.collect import collect_export
 from course.lms.roster import read_roster, roster_entry
