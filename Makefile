@@ -118,10 +118,10 @@ test-browser: $(STAMP)
 test-hub: $(STAMP)
 	COURSE_HUB_TEST=1 $(BIN)/pytest -s tests/deploy/test_hub.py tests/deploy/test_lti_hub.py
 
-# New venvs, not .venv: the course installed as its users install it (course/coursedir/edges.py).
+# New venvs, not .venv: the course installed as its users install it (tools/edges.py).
 # EDGES="newest colab" runs only those edges.
 test-edges: $(STAMP)
-	$(BIN)/python -m course.coursedir.edges --nbval "$(NBVAL)" $(foreach edge,$(EDGES),--only $(edge))
+	$(BIN)/python -m tools.edges --nbval "$(NBVAL)" $(foreach edge,$(EDGES),--only $(edge))
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -1,8 +1,8 @@
-"""course/coursedir/edges.py: the pieces of make test-edges that need no new environment."""
+"""tools/edges.py: the pieces of make test-edges that need no new environment."""
 
 import platform
 
-from course.coursedir import edges
+from tools import edges
 
 
 def test_the_colab_install_keeps_the_cells_arguments_and_swaps_only_the_source():

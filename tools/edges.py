@@ -1,6 +1,6 @@
 """The course at the edges of what it claims (``make test-edges``).
 
-Usage, from the repository root: ``python -m course.coursedir.edges [--jobs 2] [--only NAME]``
+Usage, from the repository root: ``python -m tools.edges [--jobs 2] [--only NAME]``
 
 Each edge is a new virtual environment under build/edges/, set up as the course's users set up
 theirs, in which the stored notebooks run:
