@@ -40,7 +40,7 @@ from course.coursedir.submissions import find_state, is_graded, lab_states, stud
 from course.coursedir.words import counted
 from course.grading import pool as grading_pool
 from course.grading import queue as grading_queue
-from course.grading.kernels import cgroups, sandbox
+from course.grading.kernels import cgroups, probe
 from course.grading.preprocessors import findings
 from course.lms.collect import collect_export, read_manifest, record_names
 from course.lms.feedback_zip import lms_feedback
@@ -406,7 +406,7 @@ def run_autograde(args):
     """
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     if not args.unsandboxed:
-        available, reason = sandbox.probe()
+        available, reason = probe.probe()
         if not available:
             print(NO_SANDBOX.format(reason=reason))
             return 2

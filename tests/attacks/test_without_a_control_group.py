@@ -17,7 +17,7 @@ import struct
 
 import pytest
 
-from course.grading.kernels import policy, sandbox
+from course.grading.kernels import policy, probe, sandbox
 
 SIOCOUTQ = 0x5411  # the bytes of memory a socket's queued messages take (sk_wmem_alloc)
 GiB = 1 << 30
@@ -30,7 +30,7 @@ def in_a_sandbox_without_a_group(tmp_path, look):
     folder.mkdir()
     sandbox.make_socket_folder(ipc_dir)
     try:
-        text, error = sandbox.look_inside(folder, ipc_dir, lambda: json.dumps(look()))
+        text, error = probe.look_inside(folder, ipc_dir, lambda: json.dumps(look()))
     finally:
         sandbox.remove_socket_folder(ipc_dir)
     assert not error, error

@@ -251,7 +251,7 @@ def grade(the_class):
 
 def autograde(the_class):
     """The instructor autogrades in the sandbox, or root does (deploy/grade_as_root.py)."""
-    probe = "from course.grading.kernels import sandbox; print(sandbox.probe()[1])"
+    probe = "from course.grading.kernels import probe; print(probe.probe()[1])"
     reason = the_class.instructor(the_class.python, "-c", probe).stdout.strip()
     if not reason:
         say("instructor autogrades (python -m course.instructor)", "sandboxed")

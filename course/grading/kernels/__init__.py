@@ -5,5 +5,6 @@ kernel provisioner it builds by its entry point); it asks `zygote`, a process th
 torch once, to fork a kernel, which enters `sandbox` (its namespaces and root), `cgroups` (its
 limits as a whole), `syscall_filter` and `landlock`. What they allow is all in `policy`, and
 what they need of Linux (the C library, its constants, SandboxError) in `linux`; neither imports
-the others. Imports nothing else of `course`.
+the others. `probe` tells, before grading, whether this machine can make a sandbox. Imports
+nothing else of `course`.
 """

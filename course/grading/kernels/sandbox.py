@@ -28,7 +28,7 @@ the kernel as process 1 of its new PID namespace, and reports that process's id.
 Every limit, folder, device and variable named above is in `course.grading.kernels.policy`;
 what the sandbox needs of Linux (the C library, its flags, SandboxError) in `linux`.
 
-`probe()` tells whether this machine can make such a sandbox, and why not.
+`probe` tells whether this machine can make such a sandbox, and why not.
 
 Why not bubblewrap or nsjail: both build their sandbox around a program that they then exec. A
 kernel is a fork of the zygote, which has already imported torch and ipykernel; an exec would
@@ -38,14 +38,12 @@ pivot_root, a user of its own, no capabilities, a system call filter).
 """
 
 import ctypes
-import json
 import os
 import platform
 import resource
 import shutil
 import signal
 import stat
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -473,88 +471,3 @@ def _drop_capabilities():
 
     header, data = Header(0x20080522, 0), (Data * 2)()
     check(libc.capset(ctypes.byref(header), ctypes.byref(data)), "capset")
-
-
-def probe(timeout=20):
-    """(True, "") when this machine can sandbox a kernel, else (False, the reason)."""
-    if not sys.platform.startswith("linux"):
-        return False, f"the sandbox needs Linux namespaces, and this is {sys.platform}"
-    # -P: not the modules of the working directory (`course` is installed)
-    command = [sys.executable, "-P", "-m", "course.grading.kernels.sandbox"]
-    try:
-        result = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return False, "making a sandbox did not finish"
-    if result.returncode == 0 and result.stdout.strip() == "sandboxed":
-        return True, ""
-    reason = (result.stderr.strip().splitlines() or ["no reason given"])[-1]
-    return False, reason
-
-
-def look_inside(folder, ipc_dir, look, group=None):
-    """Enter a sandbox (in `group`) in a forked child, run look() -> str there: (text, error)."""
-
-    def entered():
-        enter(folder, ipc_dir, group=group)
-        return look()
-
-    text, error = in_child(entered)
-    return text or "", error
-
-
-def in_child(work):
-    """Run work() -> a JSON-ready value in a forked child: (its value or None, error or "")."""
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(read)
-        try:
-            answer = {"value": work(), "error": ""}
-        except BaseException as error:  # noqa: BLE001 - the reason goes to the parent
-            answer = {"value": None, "error": str(error) or type(error).__name__}
-        os.write(write, json.dumps(answer).encode())
-        os._exit(0)
-    os.close(write)
-    with os.fdopen(read) as reply:
-        text = reply.read()
-    os.waitpid(pid, 0)
-    answer = json.loads(text) if text else {"value": None, "error": "the child wrote nothing"}
-    return answer["value"], answer["error"]
-
-
-def _probe_main():
-    """Make a sandbox around a scratch folder, check it from inside, print 'sandboxed'."""
-    with tempfile.TemporaryDirectory(prefix="course-probe-") as scratch:
-        folder, ipc_dir = Path(scratch) / "work", Path(scratch) / "ipc"
-        folder.mkdir()
-        ipc_dir.mkdir()
-
-        def checked():
-            _check_inside(scratch)
-            return "sandboxed"
-
-        message, error = look_inside(folder, ipc_dir, checked)
-    if error:
-        sys.exit(f"cannot make the sandbox: {error}")
-    print(message)
-
-
-def _check_inside(scratch):
-    """Raise unless the sandbox hides the outside, drops privileges and filters system calls."""
-    if os.path.exists(Path(scratch) / "root") or os.path.exists(__file__):
-        raise SandboxError("the outside file system is visible")
-    if _has_capabilities():
-        raise SandboxError("privileges were not dropped")
-    syscall_filter.check()  # no user namespace, and no socket but a Unix one: no network
-
-
-def _has_capabilities():
-    """True when this process has any effective capability."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("CapEff:"):
-            return int(line.split()[1], 16) != 0
-    return False
-
-
-if __name__ == "__main__":
-    _probe_main()

@@ -46,7 +46,7 @@ from course.coursedir import notebooks, paths
 from course.coursedir.nbgrader_run import instructor as run_instructor
 from course.coursedir.nbgrader_run import nbgrader_environment
 from course.coursedir.scratch import fill, solution_cells, submit
-from course.grading.kernels import cgroups, sandbox, zygote
+from course.grading.kernels import cgroups, probe, sandbox, zygote
 from course.grading.kernels.provisioner import MAX_MESSAGE_BYTES, ForkingKernelManager
 from course.grading.preprocessors import judge
 from course.grading.remote.client import INTERRUPT_GRACE_SECONDS, WALL_FACTOR
@@ -549,10 +549,6 @@ def attacked(course_copy):
         udp.close()
 
 
-def test_sandbox_can_be_made_here():
-    assert sandbox.probe() == (True, "")
-
-
 @pytest.mark.parametrize("attack", ON_THE_MACHINE, ids=attack_name)
 def test_an_attack_on_the_machine_is_refused_and_earns_nothing(attacked, attack):
     assert_refused(attacked, attack, **attacked["fields"])
@@ -662,7 +658,7 @@ def test_a_kernel_that_drops_the_pin_of_a_helper_is_graded_as_far_as_it_got(cour
 def test_autograde_refuses_to_grade_where_no_sandbox_can_be_made(tmp_path, monkeypatch, capsys):
     from course import instructor
 
-    monkeypatch.setattr(sandbox, "probe", lambda: (False, "user namespaces are disabled"))
+    monkeypatch.setattr(probe, "probe", lambda: (False, "user namespaces are disabled"))
     with pytest.raises(SystemExit) as stopped:
         instructor.main(["autograde", LAB, "--root", str(tmp_path)])
     printed = capsys.readouterr().out
@@ -677,7 +673,7 @@ def test_autograde_refuses_per_process_limits_alone_unless_asked_by_name(
 ):
     from course import instructor
 
-    monkeypatch.setattr(sandbox, "probe", lambda: (True, ""))
+    monkeypatch.setattr(probe, "probe", lambda: (True, ""))
     without_group = cgroups.Mode(cgroups.RLIMITS, "no control group is delegated to you")
     monkeypatch.setattr(cgroups, "mode", lambda: without_group)
     with pytest.raises(SystemExit) as stopped:
@@ -719,13 +715,6 @@ def test_a_module_planted_in_the_shared_tmp_never_runs_in_the_zygote(tmp_path, m
     ours.close()  # the zygote imports every module, then ends
     assert process.wait(120) == 0
     process.stdin.close()
-    assert not (tmp_path / "ran").exists()
-
-
-def test_a_module_planted_in_the_working_folder_never_runs_in_the_probe(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "resource.py").write_text(PLANTED.format(marker=str(tmp_path / "ran")))
-    assert sandbox.probe() == (True, "")
     assert not (tmp_path / "ran").exists()
 
 
@@ -852,7 +841,7 @@ def test_a_kernel_can_leave_no_link_in_its_socket_folder_nor_hand_over_a_file(tm
     (tmp_path / "work").mkdir()
     manager = ForkingKernelManager()
     run_sync(manager.start_kernel)(cwd=str(tmp_path / "work"))
-    ipc_dir = Path(manager.ipc_dir)
+    ipc_dir = Path(manager.provisioner.ipc_dir)
     plants = PLANTS_LINKS.format(target=str(precious), ipc_dir=str(ipc_dir))
     client = manager.client()  # kept across the restart, as nbclient keeps its own
     client.start_channels()
@@ -863,7 +852,7 @@ def test_a_kernel_can_leave_no_link_in_its_socket_folder_nor_hand_over_a_file(tm
         run_in_kernel(client, plants)
         assert not (ipc_dir / "left_before_the_restart").exists()  # a fresh folder
         assert not Path(client.ip).is_relative_to(ipc_dir)  # the grader's own links, pinned
-        assert all(descriptor >= 0 for descriptor in manager._pinned)
+        assert all(descriptor >= 0 for descriptor in manager.provisioner.pinned)
         assert precious.stat().st_uid == os.getuid() and precious.read_text() == "grades"
     finally:
         client.stop_channels()

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from sandboxed_kernel import lines_printed_in_a_sandboxed_kernel
 
-from course.grading.kernels import landlock, policy, sandbox
+from course.grading.kernels import landlock, policy, probe
 
 ABI = landlock.abi()
 needs_landlock = pytest.mark.skipif(ABI == 0, reason="this Linux has no Landlock")
@@ -23,7 +23,7 @@ needs_abi_6 = pytest.mark.skipif(
 
 def in_confined_child(writable, look):
     """Fork; in the child allow writing beneath `writable` only, and return look() -> JSON value."""
-    answer, error = sandbox.in_child(lambda: {"abi": landlock.restrict(writable), "value": look()})
+    answer, error = probe.in_child(lambda: {"abi": landlock.restrict(writable), "value": look()})
     assert not error, error
     return answer
 
@@ -121,7 +121,7 @@ def test_a_sandboxed_kernel_writes_only_where_the_sandbox_lets_it(tmp_path):
         written["/proc/self/comm"] = error_of(lambda: Path("/proc/self/comm").write_text("x"))
         return json.dumps(written)
 
-    text, error = sandbox.look_inside(folder, ipc_dir, look)
+    text, error = probe.look_inside(folder, ipc_dir, look)
     assert not error, error
     expected = {place: 0 for place in [*places, "/dev/null"]}
     assert json.loads(text) == {**expected, "/proc/self/comm": errno.EACCES}

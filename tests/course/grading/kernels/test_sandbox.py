@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import zmq
 
-from course.grading.kernels import cgroups, policy, sandbox
+from course.grading.kernels import cgroups, policy, probe, sandbox
 
 
 def inside_sandbox(tmp_path, monkeypatch, extra_readable):
@@ -33,7 +33,7 @@ def inside_sandbox(tmp_path, monkeypatch, extra_readable):
         writable = os.access(str(extra_readable[0]), os.W_OK)
         return json.dumps({"seen": seen, "writable": writable, "tmp": os.access("/tmp", os.W_OK)})
 
-    text, error = sandbox.look_inside(folder, ipc_dir, look)
+    text, error = probe.look_inside(folder, ipc_dir, look)
     return json.loads(text) if not error else {"error": error}
 
 
@@ -60,7 +60,7 @@ def sandboxed_look(tmp_path, look, group=None):
     folder, ipc_dir = tmp_path / "work", tmp_path / "ipc"
     folder.mkdir(parents=True, exist_ok=True)
     sandbox.make_socket_folder(ipc_dir)
-    text, error = sandbox.look_inside(folder, ipc_dir, look, group)
+    text, error = probe.look_inside(folder, ipc_dir, look, group)
     assert not error, error
     return text, ipc_dir
 
@@ -151,7 +151,7 @@ def test_links_in_the_socket_folder_hand_nothing_over_to_the_sandbox_user(tmp_pa
     folder.mkdir()
     sandbox.make_socket_folder(ipc_dir)
     os.symlink(precious, ipc_dir / "kernel.json")  # as if a kernel had left it
-    text, error = sandbox.look_inside(folder, ipc_dir, lambda: str(os.getuid()))
+    text, error = probe.look_inside(folder, ipc_dir, lambda: str(os.getuid()))
     assert not error, error
     assert precious.lstat().st_uid == 0 and ipc_dir.stat().st_uid == int(text)
     sandbox.remove_socket_folder(ipc_dir)
@@ -533,7 +533,7 @@ def test_a_user_grades_in_the_group_that_root_delegated_to_it():
             group.remove()
             return {"mode": cgroups.mode().describe(), "made_in": made}
 
-        found, error = sandbox.in_child(as_nobody)
+        found, error = probe.in_child(as_nobody)
     finally:
         cgroups.undelegate("nobody")
     assert not error, error

@@ -15,7 +15,7 @@ import pytest
 from sandboxed_kernel import lines_printed_in_a_sandboxed_kernel
 
 from course.coursedir import paths
-from course.grading.kernels import linux, policy, sandbox, syscall_filter
+from course.grading.kernels import linux, policy, probe, sandbox, syscall_filter
 
 LIBC = ctypes.CDLL(None, use_errno=True)
 ADDR_NO_RANDOMIZE = 0x0040000
@@ -30,7 +30,7 @@ def in_filtered_child(look, filtered=True):
             syscall_filter.install()
         return look()
 
-    value, error = sandbox.in_child(work)
+    value, error = probe.in_child(work)
     assert not error, error
     return value
 
@@ -325,7 +325,7 @@ def test_without_libseccomp_no_sandbox_is_made(tmp_path, monkeypatch):
     folder, ipc_dir = tmp_path / "work", tmp_path / "ipc"
     folder.mkdir()
     ipc_dir.mkdir()
-    text, error = sandbox.look_inside(folder, ipc_dir, lambda: "ran unfiltered")
+    text, error = probe.look_inside(folder, ipc_dir, lambda: "ran unfiltered")
     assert text == "" and "pyseccomp and libseccomp.so.2 are needed" in error
 
 
@@ -348,8 +348,8 @@ def test_the_sandbox_filters_its_kernel(tmp_path):
         status = Path("/proc/self/status").read_text().splitlines()
         return next(line.split()[1] for line in status if line.startswith("Seccomp:"))
 
-    assert sandbox.look_inside(folder, ipc_dir, seccomp_mode) == ("2", "")
-    assert sandbox.probe() == (True, "")
+    assert probe.look_inside(folder, ipc_dir, seccomp_mode) == ("2", "")
+    assert probe.probe() == (True, "")
 
 
 IN_THE_KERNEL = """
