@@ -25,7 +25,7 @@ from nbformat.v4 import new_output
 from traitlets import default
 
 from course.grading.kernels.provisioner import BoundedKernelClient
-from course.grading.preprocessors.output_limits import LimitOutputSize, cut_output
+from course.grading.preprocessors.output_limits import LimitOutputSize, cut_output, size_text
 from course.grading.remote.client import QUEUED_MESSAGES
 
 # A larger output message is dropped by ZeroMQ before anything parses it (the cell then says so):
@@ -41,15 +41,6 @@ OUTPUT_FIELDS = {
     "execute_result": {"data": dict, "metadata": dict, "execution_count": (int, type(None))},
     "error": {"ename": str, "evalue": str, "traceback": list},
 }
-SIZE_UNITS = (("GB", 10**9), ("MB", 10**6), ("kB", 10**3))
-
-
-def size_text(characters):
-    """A number of characters as a size a person reads: "812 MB", "1.14 GB", "12 characters"."""
-    for unit, scale in SIZE_UNITS:
-        if characters >= scale:
-            return f"{characters / scale:.3g} {unit}"
-    return f"{characters} characters"
 
 
 def output_size(output):

@@ -19,6 +19,7 @@ from traitlets import Integer, List
 CUT_NOTE = "... ({} characters cut)"
 DROPPED_NOTE = "... ({} more outputs of this cell dropped: over the size the grader keeps)\n"
 WHOLE_OR_NOTHING = ("image/", "application/json")  # values that make no sense cut short
+SIZE_UNITS = (("GB", 10**9), ("MB", 10**6), ("kB", 10**3))
 
 
 class LimitOutputSize(LimitOutput):
@@ -82,6 +83,14 @@ class Budget:
     def note(self):
         """The line that says what was cut ("" when nothing was)."""
         return CUT_NOTE.format(self.cut) if self.cut else ""
+
+
+def size_text(characters):
+    """A number of characters as a size a person reads: "812 MB", "1.14 GB", "12 characters"."""
+    for unit, scale in SIZE_UNITS:
+        if characters >= scale:
+            return f"{characters / scale:.3g} {unit}"
+    return f"{characters} characters"
 
 
 def outputs_that_fit(outputs, limit):

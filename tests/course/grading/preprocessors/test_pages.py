@@ -24,8 +24,13 @@ from traitlets.config import Config
 
 from course.coursedir.scratch import solution_cells
 from course.grading.preprocessors.feedback import FeedbackExporter
-from course.grading.preprocessors.output_budget import BudgetedOutputs, OutputBudget, size_text
-from course.grading.preprocessors.output_limits import Budget, LimitOutputSize, cut_output
+from course.grading.preprocessors.output_budget import BudgetedOutputs, OutputBudget
+from course.grading.preprocessors.output_limits import (
+    Budget,
+    LimitOutputSize,
+    cut_output,
+    size_text,
+)
 from course.grading.preprocessors.pages import (
     AS_TEXT_NOTE,
     MAX_MARKDOWN_CHARACTERS,
