@@ -151,10 +151,10 @@ def warm_up():
 
 
 @dataclass(eq=False)
-class Client:
-    """One connection (one worker): its requests, the kernel it waits for, the kernels it got."""
+class Connection:
+    """A worker's connection as the zygote keeps it: its requests, the kernels starting and got."""
 
-    connection: socket.socket
+    socket: socket.socket
     partial: bytes = b""  # a request not yet ended by a newline
     requests: deque = field(default_factory=deque)  # complete requests not yet started
     report: int | None = None  # the pipe on which the kernel it waits for reports
@@ -165,13 +165,13 @@ class Client:
 
 
 class Zygote:
-    """The serving loop: its clients, the kernels starting for them and those forked."""
+    """The serving loop: its connections, the kernels starting for them and those forked."""
 
     def __init__(self, channel):
         self.chores = [warm_up]  # done when nothing waits, once a kernel has been forked
         self.forked = False
         self.selector = selectors.DefaultSelector()
-        self.clients = set()
+        self.connections = set()
         self.leftovers = []  # control groups not yet removed, retried while the zygote serves
         self.selector.register(sys.stdin.fileno(), selectors.EVENT_READ, ("lifeline", None))
         self.shared = bool(channel.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN))
@@ -180,18 +180,18 @@ class Zygote:
         else:
             self.add(channel)
 
-    def add(self, connection):
-        """Serve one more connection."""
-        client = Client(connection)
-        self.clients.add(client)
-        self.selector.register(connection, selectors.EVENT_READ, ("connection", client))
+    def add(self, channel):
+        """Serve one more connection (a connected socket)."""
+        connection = Connection(channel)
+        self.connections.add(connection)
+        self.selector.register(channel, selectors.EVENT_READ, ("connection", connection))
 
     def serve(self):
         """Answer requests until the lifeline closes (or the last connection, when not shared)."""
         # The first kernel is forked as soon as the modules are imported; the warm-up waits for a
         # moment when no request and no starting kernel waits, so that it delays no kernel.
         while True:
-            starting = any(client.report is not None for client in self.clients)
+            starting = any(connection.report is not None for connection in self.connections)
             idle = self.chores and self.forked and not starting
             waiting = RETRY_SECONDS if self.leftovers else None
             events = self.selector.select(0 if idle else waiting)
@@ -201,41 +201,42 @@ class Zygote:
             for key, _ in events:
                 if self.selector.get_map().get(key.fd) is not key:  # closed by an earlier event
                     continue
-                kind, client = key.data
+                kind, connection = key.data
                 if kind == "lifeline" and not os.read(key.fd, 4096):
                     return
                 if kind == "listening":
                     self.add(key.fileobj.accept()[0])
                 elif kind == "connection":
-                    self.receive(client)
+                    self.receive(connection)
                 elif kind == "report":
-                    self.hear(client)
+                    self.hear(connection)
                 elif kind == "kernel":
-                    self.forget(client, key.fileobj)
-            if not self.clients and not self.shared:
+                    self.forget(connection, key.fileobj)
+            if not self.connections and not self.shared:
                 return
 
-    def receive(self, client):
-        """Read what `client` sent and queue each complete request; close it at end of file."""
+    def receive(self, connection):
+        """Read what `connection` sent, queue each complete request; close it at end of file."""
         try:
-            data = client.connection.recv(65536)
+            data = connection.socket.recv(65536)
         except OSError:
             data = b""
-        *requests, client.partial = (client.partial + data).split(b"\n")
-        if not data or len(client.partial) > MAX_REQUEST_BYTES:
-            self.close(client)
+        *requests, connection.partial = (connection.partial + data).split(b"\n")
+        if not data or len(connection.partial) > MAX_REQUEST_BYTES:
+            self.close(connection)
             return
-        client.requests.extend(requests)
-        self.next_request(client)
+        connection.requests.extend(requests)
+        self.next_request(connection)
 
-    def next_request(self, client):
-        """Fork a kernel for the client's next request, unless one is still starting."""
-        while client in self.clients and client.requests and client.report is None:
-            answer = self.fork_kernel(client, client.requests.popleft())
+    def next_request(self, connection):
+        """Fork a kernel for the connection's next request, unless one is still starting."""
+        waiting = connection.requests
+        while connection in self.connections and waiting and connection.report is None:
+            answer = self.fork_kernel(connection, waiting.popleft())
             if answer is not None:
-                self.answer(client, answer)
+                self.answer(connection, answer)
 
-    def fork_kernel(self, client, request):
+    def fork_kernel(self, connection, request):
         """Fork a kernel for `request` (JSON bytes); {"error"} now, or None: it will report."""
         try:
             request = json.loads(request)
@@ -257,79 +258,79 @@ class Zygote:
             _start_kernel(request, write, group)
         os.close(write)
         # The child reports once it has entered its sandbox; meanwhile other workers are served.
-        client.report, client.child, client.heard = read, open_pidfd(child), b""
-        client.group = group
-        self.selector.register(read, selectors.EVENT_READ, ("report", client))
+        connection.report, connection.child, connection.heard = read, open_pidfd(child), b""
+        connection.group = group
+        self.selector.register(read, selectors.EVENT_READ, ("report", connection))
         return None
 
-    def hear(self, client):
-        """Read a starting kernel's report; once whole, answer the client that asked."""
-        data = os.read(client.report, 4096)
-        client.heard += data
-        if data and b"\n" not in client.heard:
+    def hear(self, connection):
+        """Read a starting kernel's report; once whole, answer the connection that asked."""
+        data = os.read(connection.report, 4096)
+        connection.heard += data
+        if data and b"\n" not in connection.heard:
             return
-        line = client.heard.split(b"\n")[0].strip()
-        group = client.group
-        self.stop_hearing(client)
+        line = connection.heard.split(b"\n")[0].strip()
+        group = connection.group
+        self.stop_hearing(connection)
         answer = json.loads(line) if line else {"error": "the kernel did not start"}
         if "pid" in answer:
-            self.track(client, answer["pid"], group)
+            self.track(connection, answer["pid"], group)
         else:
             self.remove_group(group)
-        if self.answer(client, answer):
-            self.next_request(client)
+        if self.answer(connection, answer):
+            self.next_request(connection)
 
-    def stop_hearing(self, client, kill=False):
-        """Stop waiting for the kernel that `client` asked for (killing it, if `kill`)."""
-        if client.child is not None:
+    def stop_hearing(self, connection, kill=False):
+        """Stop waiting for the kernel that `connection` asked for (killing it, if `kill`)."""
+        if connection.child is not None:
             if kill:  # the sandbox's process 1 dies with this child
-                _kill(client.child)
-            os.close(client.child)
+                _kill(connection.child)
+            os.close(connection.child)
         if kill:
-            self.remove_group(client.group)
-        self.selector.unregister(client.report)
-        os.close(client.report)
-        client.report = client.child = client.group = None
+            self.remove_group(connection.group)
+        self.selector.unregister(connection.report)
+        os.close(connection.report)
+        connection.report = connection.child = connection.group = None
 
-    def answer(self, client, answer):
-        """Send `answer` to `client`; False if the worker has gone (its kernels are killed)."""
+    def answer(self, connection, answer):
+        """Send `answer` on `connection`; False if the worker has gone (its kernels are killed)."""
         try:
-            client.connection.sendall(json.dumps(answer).encode() + b"\n")
+            connection.socket.sendall(json.dumps(answer).encode() + b"\n")
             return True
         except OSError:
-            self.close(client)
+            self.close(connection)
             return False
 
-    def track(self, client, pid, group):
-        """Remember kernel `pid` (in `group`) as forked for `client`, by a pidfd naming no other."""
+    def track(self, connection, pid, group):
+        """Remember kernel `pid` (in `group`) as forked for `connection`, by a pidfd, no other's."""
         pidfd = open_pidfd(pid)
         if pidfd is None:  # it has already ended
             self.remove_group(group)
             return
-        client.kernels[pidfd] = group
-        self.selector.register(pidfd, selectors.EVENT_READ, ("kernel", client))  # once it ends
+        connection.kernels[pidfd] = group
+        self.selector.register(pidfd, selectors.EVENT_READ, ("kernel", connection))  # once it ends
 
-    def forget(self, client, pidfd):
-        """Stop tracking one of `client`'s kernels, which has ended; remove its control group."""
+    def forget(self, connection, pidfd):
+        """Stop tracking one of `connection`'s kernels, which has ended; remove its group."""
         self.selector.unregister(pidfd)
         os.close(pidfd)
-        self.remove_group(client.kernels.pop(pidfd))
+        self.remove_group(connection.kernels.pop(pidfd))
 
-    def close(self, client):
-        """Kill the kernels forked for `client`, and one still starting, then close it."""
-        if client.report is not None:
-            self.stop_hearing(client, kill=True)
-        for pidfd in list(client.kernels):
+    def close(self, connection):
+        """Kill the kernels forked for `connection`, and one still starting, then close it."""
+        if connection.report is not None:
+            self.stop_hearing(connection, kill=True)
+        for pidfd in list(connection.kernels):
             _kill(pidfd)
-            self.forget(client, pidfd)
-        self.clients.discard(client)
-        self.selector.unregister(client.connection)
-        client.connection.close()
+            self.forget(connection, pidfd)
+        self.connections.discard(connection)
+        self.selector.unregister(connection.socket)
+        connection.socket.close()
 
     def close_all(self):
         """Kill every kernel, close every connection, and remove every group left."""
-        for client in list(self.clients):
-            self.close(client)
+        for connection in list(self.connections):
+            self.close(connection)
         for group in self.leftovers:
             try:
                 group.remove()
