@@ -40,7 +40,6 @@ from course.coursedir.submissions import find_state, is_graded, lab_states, stud
 from course.coursedir.words import counted
 from course.grading import pool as grading_pool
 from course.grading import queue as grading_queue
-from course.grading.kernels import cgroups, probe
 from course.grading.preprocessors import findings
 from course.lms.collect import collect_export, read_manifest, record_names
 from course.lms.feedback_zip import lms_feedback
@@ -59,6 +58,7 @@ Each sandbox would then have only per-process limits (rlimits): a student's proc
 could hold many times one process's memory. Grade as root, or from a server started in a control
 group delegated to you (the hub's config does this, see SECURITY.md "What each mode bounds").
 To grade with per-process limits anyway: make autograde PER_PROCESS=1"""
+REFUSALS = {grading_pool.CANNOT_SANDBOX: NO_SANDBOX, grading_pool.NO_CONTROL_GROUP: NO_GROUP}
 GRADES_CSV = "grades.csv"
 PROVISIONAL_FEEDBACK = 'also for submissions with written answers to grade ("to be graded")'
 PROVISIONAL_GRADES = "also the scores that count written answers still to grade as 0"
@@ -102,13 +102,20 @@ def discard_unfinished(assignment, students, root=paths.ROOT):
 
 
 def autograde(
-    assignment, root=paths.ROOT, sandboxed=True, jobs=None, progress_stream=None, regrade=()
+    assignment,
+    root=paths.ROOT,
+    sandboxed=True,
+    jobs=None,
+    progress_stream=None,
+    regrade=(),
+    limits=None,
 ):
     """Autograde every new or unfinished submission of one lab on `jobs` workers; (ok, summary).
 
     The summary and the review lines depend on the submissions only, never on `jobs`. The
     students of `regrade` are graded afresh. With a PostgreSQL gradebook the submissions come
-    from its work queue, which graders on other machines may share (`grade_shared`).
+    from its work queue, which graders on other machines may share (`grade_shared`). `limits` is
+    the summary's line of sandbox limits (`Machine.limits`; by default, asked of the pool).
     """
     students = submitted_students(assignment, root)
     if not students:
@@ -119,7 +126,11 @@ def autograde(
     else:
         grade = grade_here
     outcomes = grade(assignment, students, root, sandboxed, jobs, progress_stream, regrade)
-    return class_report(assignment, students, root, outcomes, sandboxed)
+    if not sandboxed:
+        limits = ""
+    elif limits is None:
+        limits = grading_pool.sandbox_limits()
+    return class_report(assignment, students, root, outcomes, limits)
 
 
 def grade_here(assignment, students, root, sandboxed, jobs, progress_stream, regrade):
@@ -167,8 +178,8 @@ def prepare_claim(assignment, claim, root):
         discard_unfinished(assignment, [claim.student], root)
 
 
-def class_report(assignment, students, root, outcomes, sandboxed):
-    """(ok, summary): the lab's summary, the students not graded, the review and the errors."""
+def class_report(assignment, students, root, outcomes, limits=""):
+    """(ok, summary): the lab's summary, the students not graded, `limits`, review and errors."""
     lines = [lab_summary(assignment, students, root)]
     notebook = paths.lab_filename(assignment)
     labels = student_labels(students, root)
@@ -188,8 +199,8 @@ def class_report(assignment, students, root, outcomes, sandboxed):
     review = reviewed(assignment, students, root)
     if not ok:
         review.extend(["nbgrader errors:", *error_lines(outcomes)[-20:]])
-    limits = [f"  {cgroups.mode().describe()}"] if sandboxed else []
-    return ok, "\n".join(lines + limits + review)
+    limits_line = [f"  {limits}"] if limits else []
+    return ok, "\n".join(lines + limits_line + review)
 
 
 def error_lines(outcomes):
@@ -405,22 +416,20 @@ def run_autograde(args):
     it holds in a shared gradebook's queue go back at once, for the other graders.
     """
     signal.signal(signal.SIGTERM, signal.default_int_handler)
+    limits = ""
     if not args.unsandboxed:
-        available, reason = probe.probe()
-        if not available:
-            print(NO_SANDBOX.format(reason=reason))
+        machine = grading_pool.prepare_machine(args.per_process_limits)
+        if not machine.ok:
+            print(REFUSALS[machine.refusal].format(reason=machine.reason))
             return 2
-        mode = cgroups.mode()
-        if mode.kind == cgroups.RLIMITS and not args.per_process_limits:
-            print(NO_GROUP.format(reason=mode.reason))
-            return 2
-    return for_each_lab(args, print_autograde)
+        limits = machine.limits
+    return for_each_lab(args, functools.partial(print_autograde, limits=limits))
 
 
-def print_autograde(assignment, args):
-    """Autograde one lab and print its summary; True if every submission was graded."""
+def print_autograde(assignment, args, limits=""):
+    """Autograde one lab and print its summary (with the `limits` line); True if all was graded."""
     ok, message = autograde(
-        assignment, args.root, not args.unsandboxed, args.jobs, sys.stdout, args.regrade
+        assignment, args.root, not args.unsandboxed, args.jobs, sys.stdout, args.regrade, limits
     )
     if args.unsandboxed:
         message = "\n".join(UNSANDBOXED_MARK + line for line in message.splitlines())

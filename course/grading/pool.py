@@ -14,6 +14,9 @@ is reported not graded and its unfinished folder is graded again by the next run
 the work queue of a PostgreSQL gradebook (`course.grading.queue`), which graders on other
 machines share: it claims a submission whenever a worker is free, renews its leases while it
 grades, records each outcome, and ends when the queue has nothing waiting or being graded.
+
+`prepare_machine` asks, once before grading, whether this machine can sandbox the kernels and
+how each sandbox is bounded (a `Machine`).
 """
 
 import json
@@ -28,7 +31,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from course.coursedir.nbgrader_run import nbgrader_environment
-from course.grading.kernels import linux, sandbox, zygote
+from course.grading.kernels import cgroups, linux, probe, sandbox, zygote
 from course.grading.queue import Claim
 
 # A submission still being graded after this long is stopped, and reported not graded. Every wait
@@ -38,6 +41,7 @@ from course.grading.queue import Claim
 SUBMISSION_LIMIT_SECONDS = 1200
 POLL_SECONDS = 0.5
 LOG_TAIL_LINES = 5
+CANNOT_SANDBOX, NO_CONTROL_GROUP = "cannot sandbox", "no control group"  # a Machine's refusals
 
 
 @dataclass(frozen=True)
@@ -48,6 +52,40 @@ class Outcome:
     success: bool
     log: str = ""
     error: str = ""
+
+
+@dataclass(frozen=True)
+class Machine:
+    """Whether this machine may grade: what stops it ("" if nothing), why, and the limits line."""
+
+    refusal: str  # "", CANNOT_SANDBOX or NO_CONTROL_GROUP
+    reason: str
+    limits: str  # the autograde summary's line: how each sandbox is bounded here
+
+    @property
+    def ok(self):
+        """True when nothing stops sandboxed grading here."""
+        return not self.refusal
+
+
+def prepare_machine(per_process_limits=False):
+    """Probe once whether kernels can be sandboxed here, and how each is bounded: a Machine.
+
+    Where no control group can bound a sandbox as a whole it refuses, unless
+    `per_process_limits` accepts per-process limits alone.
+    """
+    available, reason = probe.probe()
+    if not available:
+        return Machine(CANNOT_SANDBOX, reason, "")
+    mode = cgroups.mode()
+    if mode.kind == cgroups.RLIMITS and not per_process_limits:
+        return Machine(NO_CONTROL_GROUP, mode.reason, mode.describe())
+    return Machine("", "", mode.describe())
+
+
+def sandbox_limits():
+    """The autograde summary's line: how each sandbox is bounded here (probed once a process)."""
+    return cgroups.mode().describe()
 
 
 def default_jobs():
