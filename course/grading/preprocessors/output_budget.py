@@ -8,12 +8,13 @@ each output as it arrives, within the same limits (`max_characters` of an output
 the limit of an output before it is stored, a stream's text is added to the stream before it
 while it fits, and past the budget of the cell or the notebook an output is counted, not kept.
 An update of a display is cut the same way, and outputs a `clear_output` removes give their room
-back. At the end of the cell, a note says how much was cut ("output cut: 812 MB more were
-printed"). Each kept output also counts OUTPUT_OVERHEAD characters, what the grader holds of
-one beyond its text, so that a flood of tiny outputs is bounded too. Widgets are not mimicked:
-what an Output widget captures stays in its cell's outputs. The executor's client (`OutputClient`)
-reads a few messages at a time, so a flood waits in the kernel, and drops any message over
-MAX_OUTPUT_MESSAGE_BYTES unread: the grader holds a few such messages at most while it cuts them.
+back. At the end of the cell, a note says how much was cut (`output_limits.cut_note`, as where
+an output is cut after). Each kept output also counts OUTPUT_OVERHEAD characters, what the grader
+holds of one beyond its text, so that a flood of tiny outputs is bounded too. Widgets are not
+mimicked: what an Output widget captures stays in its cell's outputs. The executor's client
+(`OutputClient`) reads a few messages at a time, so a flood waits in the kernel, and drops any
+message over MAX_OUTPUT_MESSAGE_BYTES unread: the grader holds a few such messages at most while
+it cuts them.
 """
 
 import json
@@ -25,14 +26,13 @@ from nbformat.v4 import new_output
 from traitlets import default
 
 from course.grading.kernels.provisioner import BoundedKernelClient
-from course.grading.preprocessors.output_limits import LimitOutputSize, cut_output, size_text
+from course.grading.preprocessors.output_limits import LimitOutputSize, cut_note, cut_output
 from course.grading.remote.client import QUEUED_MESSAGES
 
 # A larger output message is dropped by ZeroMQ before anything parses it (the cell then says so):
 # it would be cut to 100 000 characters anyway, and reading it takes a few times its size.
 MAX_OUTPUT_MESSAGE_BYTES = 16 * 2**20
 OUTPUT_OVERHEAD = 1_000  # characters each kept output counts beyond its JSON
-CUT_NOTE = "... output cut: {} more were printed than the autograded notebook keeps\n"
 # The fields of each kind of output and their types, checked before an output is cut (nbformat's
 # output_from_msg checks the whole output, which takes long for a large one) and after, in full.
 OUTPUT_FIELDS = {
@@ -177,7 +177,7 @@ class OutputBudget:
         """The output that tells what the current cell lost, or None when it lost nothing."""
         if not self.lost:
             return None
-        return new_output("stream", name="stderr", text=CUT_NOTE.format(size_text(self.lost)))
+        return new_output("stream", name="stderr", text=cut_note(self.lost) + "\n")
 
 
 class BudgetedOutputs:

@@ -16,7 +16,8 @@ from nbformat.v4 import new_output
 from nbgrader.preprocessors import LimitOutput
 from traitlets import Integer, List
 
-CUT_NOTE = "... ({} characters cut)"
+# The line that says what an output lost, wherever it was cut: as it arrived, or after.
+CUT_NOTE = "... output cut: {} more than the grader keeps"
 DROPPED_NOTE = "... ({} more outputs of this cell dropped: over the size the grader keeps)\n"
 WHOLE_OR_NOTHING = ("image/", "application/json")  # values that make no sense cut short
 SIZE_UNITS = (("GB", 10**9), ("MB", 10**6), ("kB", 10**3))
@@ -82,7 +83,12 @@ class Budget:
 
     def note(self):
         """The line that says what was cut ("" when nothing was)."""
-        return CUT_NOTE.format(self.cut) if self.cut else ""
+        return cut_note(self.cut) if self.cut else ""
+
+
+def cut_note(characters):
+    """The line that says `characters` were cut ("... output cut: 812 MB more than ...")."""
+    return CUT_NOTE.format(size_text(characters))
 
 
 def size_text(characters):
