@@ -22,10 +22,12 @@ never replaces a final one already sent.
 
 import argparse
 import base64
+import contextlib
 import hashlib
 import json
 import os
 import sys
+import tempfile
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -91,17 +93,31 @@ def tool_key(root=paths.ROOT, owner=None):
     """The course's private RSA key (lti/tool_key.pem), made on first use (given to `owner`)."""
     path = lti_folder(root, owner) / KEY_FILE
     if not path.exists():
-        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-        pem = key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with contextlib.suppress(FileExistsError):  # another process made it first: read theirs
+            publish_new_key(path, owner)
+    return serialization.load_pem_private_key(path.read_bytes(), password=None)
+
+
+def publish_new_key(path, owner=None):
+    """Make a new key and link it whole at `path`; FileExistsError if a key is there already.
+
+    The key is written to a private file beside `path` first, so that a process that finds
+    `path` never reads half a key.
+    """
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+    descriptor, written = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}-")  # mode 600
+    try:
         with os.fdopen(descriptor, "wb") as handle:
             handle.write(pem)
-        hand_over(owner, path)
-    return serialization.load_pem_private_key(path.read_bytes(), password=None)
+        hand_over(owner, written)
+        os.link(written, path)
+    finally:
+        os.unlink(written)
 
 
 def public_jwk(key):
