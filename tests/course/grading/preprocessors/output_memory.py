@@ -47,7 +47,7 @@ def resources_in(folder):
     return {"nbgrader": nbgrader, "metadata": {"path": str(folder)}}
 
 
-def test_cell():
+def grading_cell():
     """The locked test cell that calls the student's `flood`, run by the grader."""
     cell = nbformat.v4.new_code_cell(TEST)
     cell.metadata.nbgrader = {
@@ -66,7 +66,7 @@ def graded(code, folder, during_a_test):
     config.Execute.timeout = CELL_SECONDS
     if during_a_test:
         body = "\n".join(f"    {line}" for line in code.splitlines())
-        cells = [nbformat.v4.new_code_cell(f"def flood():\n{body}\n    return 1\n"), test_cell()]
+        cells = [nbformat.v4.new_code_cell(f"def flood():\n{body}\n    return 1\n"), grading_cell()]
     else:
         cells = [nbformat.v4.new_code_cell(code)]
     notebook = nbformat.v4.new_notebook(cells=cells)
