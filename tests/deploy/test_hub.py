@@ -31,6 +31,7 @@ import psutil
 import pytest
 import requests
 from catalogue import mistakes
+from control_groups import undelegate
 
 from course.coursedir import paths
 from course.coursedir.scratch import fill, solution_cells
@@ -149,7 +150,7 @@ def running_class(make_class):
         if the_class is not None:
             the_class.close()
         hc.remove_leftovers()
-        cgroups.undelegate(hc.INSTRUCTOR)  # the group the hub made for the instructor's grading
+        undelegate(hc.INSTRUCTOR)  # the group the hub made for the instructor's grading
 
 
 @pytest.fixture(scope="module")

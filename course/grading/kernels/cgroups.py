@@ -328,15 +328,6 @@ def delegate(user):
     return Group(found.kind, tuple(entries))
 
 
-def undelegate(user):
-    """As root: remove the groups delegated to `user`, once empty, and DELEGATED once empty."""
-    for parent in mode().parents:
-        folder = parent / DELEGATED / user
-        for empty in (folder / LEAF, folder, folder.parent):
-            with contextlib.suppress(OSError):  # not there, or still holds a group or a process
-                empty.rmdir()
-
-
 def _hand_over(folder, account):
     """Give the group `folder`, and its DELEGATED_FILES, to the user of `account`."""
     for path in (folder, *(folder / name for name in DELEGATED_FILES)):

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import zmq
+from control_groups import undelegate
 
 from course.grading.kernels import cgroups, policy, probe, sandbox
 
@@ -535,7 +536,7 @@ def test_a_user_grades_in_the_group_that_root_delegated_to_it():
 
         found, error = probe.in_child(as_nobody)
     finally:
-        cgroups.undelegate("nobody")
+        undelegate("nobody")
     assert not error, error
     delegated = [f.parent if f.name == cgroups.LEAF else f for f in entry.folders]
     assert found["made_in"] == [str(folder) for folder in delegated]
