@@ -218,10 +218,9 @@ MISTAKES = [
             _with(_SEQ2SEQ, "last_step(source, mask)", "source[:, -1:]"),
             "started the decoder from source[:, -1:], which is padding"),
     Mistake("teacher_forcing_with_python_random", "seq2seq_with_attention",
-            "\nimport random\n" + _with(
-           _SEQ2SEQ, "forced = torch.rand(n, 1, 1) < self.teacher_forcing",
-           "forced = torch.tensor([[[random.random() < self.teacher_forcing]] for _ in range(n)])",
-       ),
+            _with(_SEQ2SEQ, "\nclass", "\nimport random\n\nclass",
+                  "torch.rand(n, 1, 1) < self.teacher_forcing",
+                  "torch.tensor([[[random.random() < self.teacher_forcing]] for _ in range(n)])"),
             "draw the teacher forcing decision with torch.rand"),
     Mistake("teacher_forcing_one_draw_per_batch", "seq2seq_with_attention",
             _with(_SEQ2SEQ, "torch.rand(n, 1, 1)", "torch.rand(())"),

@@ -29,6 +29,8 @@ def online_softmax(scores, chunk_size):
     return torch.cat(pieces, dim=-1)
 '''
 
+# A mistake, not a change of _ONLINE_SOFTMAX: another structure, a pass for the maximum, then one
+# for the sum.
 _SOFTMAX_TWO_PASSES = '''
 import torch
 
@@ -189,6 +191,7 @@ MISTAKES = [
     Mistake(
         name="softmax_calls_torch_softmax",
         cell="online_softmax",
+        # Not a change of _ONLINE_SOFTMAX: another structure, no chunks at all.
         code='''
 import torch
 

@@ -494,6 +494,7 @@ MISTAKES = [
     Mistake(
         name="train_reports_falling_losses_without_training",
         cell="train",
+        # Not a change of _TRAIN: another structure, a train that trains nothing.
         code=_TRAIN.split("def train")[0] + '''
 BIGRAM_LOSS = 100.0  # rebinds the kernel's name: the grader keeps its own
 
