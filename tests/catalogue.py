@@ -45,6 +45,12 @@ def catalogued(folder, assignment, listing):
     return runpy.run_path(str(path))[listing] if path.exists() else []
 
 
+def bases(assignment):
+    """grade_id -> each correct answer that a lab's catalogued mistakes change ({} if none)."""
+    path = MISTAKES_DIR / f"{assignment}.py"
+    return runpy.run_path(str(path)).get("BASES", {}) if path.exists() else {}
+
+
 def mistakes(assignment):
     """The catalogued mistakes of a lab, or [] when it has no catalogue."""
     return catalogued(MISTAKES_DIR, assignment, "MISTAKES")

@@ -11,7 +11,7 @@ from collections import Counter
 
 import pytest
 from autograded import autograded_scores, autograded_text
-from catalogue import ASSIGNMENTS, idiomatic, mistakes
+from catalogue import ASSIGNMENTS, bases, idiomatic, mistakes
 
 from course.coursedir import notebooks, paths
 from course.coursedir.nbgrader_run import instructor
@@ -41,6 +41,8 @@ def grade_every_case(root, assignment):
     answers = solution_cells(assignment)
     submit(root, assignment, "solution", fill(release, answers))
     submit(root, assignment, "blank", release)
+    if bases(assignment):  # the correct answers the catalogue's mistakes are changes of
+        submit(root, assignment, "bases", fill(release, {**answers, **bases(assignment)}))
     for mistake in mistakes(assignment):
         submission = fill(release, {**answers, mistake.cell: mistake.code})
         submit(root, assignment, student_id(mistake), submission)
@@ -87,6 +89,15 @@ def test_correct_answer_in_another_style_gets_every_point(assignment, variant, g
     score, maximum = scores[variant_student_id(variant)]
     text = autograded_text(root, assignment, variant_student_id(variant))
     assert score == maximum, f"{variant.name} scored {score} of {maximum}:\n{text[-3000:]}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("assignment", [a for a in ASSIGNMENTS if bases(a)])
+def test_the_answers_the_mistakes_change_get_every_point(assignment, graded):
+    root, scores = graded[assignment]
+    score, maximum = scores["bases"]
+    text = autograded_text(root, assignment, "bases")
+    assert score == maximum, f"the catalogue's bases scored {score} of {maximum}:\n{text[-3000:]}"
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)

@@ -2,7 +2,25 @@
 
 from catalogue import Mistake, with_replacements
 
-# A correct layer; the layer's mistakes below each change one part of it.
+# Correct answers; each mistake below changes one part of one of them.
+_SPLIT = '''
+def split_heads(x, n_heads):
+    batch, length, d_model = x.shape
+    if n_heads <= 0 or d_model % n_heads != 0:
+        raise ValueError(f"n_heads={n_heads} does not divide d_model={d_model}")
+    return x.reshape(batch, length, n_heads, d_model // n_heads).transpose(1, 2)
+'''
+_SPLIT_CHECK = '''\
+    if n_heads <= 0 or d_model % n_heads != 0:
+        raise ValueError(f"n_heads={n_heads} does not divide d_model={d_model}")
+'''
+
+_MERGE = '''
+def merge_heads(x):
+    batch, n_heads, length, head_size = x.shape
+    return x.transpose(1, 2).reshape(batch, length, n_heads * head_size)
+'''
+
 _LAYER = '''
 import math
 
@@ -14,7 +32,7 @@ import torch.nn.functional as F
 class MultiHeadAttention(nn.Module):
     def __init__(self, d_model, n_heads, dropout=0.0):
         super().__init__()
-        if d_model % n_heads != 0:
+        if n_heads <= 0 or d_model % n_heads != 0:
             raise ValueError(f"n_heads={n_heads} does not divide d_model={d_model}")
         self.n_heads = n_heads
         self.head_size = d_model // n_heads
@@ -51,95 +69,73 @@ _EMPTY_ROW_WEIGHTS = (
 )
 
 
+def _split_with(*replacements):
+    """The correct split_heads with each text `old` of the pairs (old, new) replaced by `new`."""
+    return with_replacements(_SPLIT, *replacements)
+
+
+def _merge_with(*replacements):
+    """The correct merge_heads with each text `old` of the pairs (old, new) replaced by `new`."""
+    return with_replacements(_MERGE, *replacements)
+
+
 def _layer_with(*replacements):
     """The correct layer with each text `old` of the pairs (old, new) replaced by `new`."""
     return with_replacements(_LAYER, *replacements)
 
+# The catalogue's correct answers, by cell: each gets every point (tests/lessons/test_autograde.py).
+BASES = {"split_heads": _SPLIT, "merge_heads": _MERGE, "multi_head_attention": _LAYER}
 
 MISTAKES = [
     Mistake(
         name="split_view_without_transpose",
         cell="split_heads",
-        code='''
-def split_heads(x, n_heads):
-    batch, length, d_model = x.shape
-    if d_model % n_heads != 0:
-        raise ValueError(f"n_heads={n_heads} does not divide d_model={d_model}")
-    return x.view(batch, n_heads, length, d_model // n_heads)
-''',
+        code=_split_with("x.reshape(batch, length, n_heads, d_model // n_heads).transpose(1, 2)",
+                         "x.view(batch, n_heads, length, d_model // n_heads)"),
         message="reshaped straight to (N, n_heads, L, d_head) with one view, without the transpose",
     ),
     Mistake(
         name="split_interleaves_heads",
         cell="split_heads",
-        code='''
-def split_heads(x, n_heads):
-    batch, length, d_model = x.shape
-    if d_model % n_heads != 0:
-        raise ValueError(f"n_heads={n_heads} does not divide d_model={d_model}")
-    return x.view(batch, length, d_model // n_heads, n_heads).permute(0, 3, 1, 2)
-''',
+        code=_split_with("(batch, length, n_heads, d_model // n_heads).transpose(1, 2)",
+                         "(batch, length, d_model // n_heads, n_heads).permute(0, 3, 1, 2)"),
         message="cut the features as (d_head, n_heads) instead of (n_heads, d_head)",
     ),
     Mistake(
         name="split_does_not_validate",
         cell="split_heads",
-        code='''
-def split_heads(x, n_heads):
-    batch, length, d_model = x.shape
-    return x.view(batch, length, n_heads, d_model // n_heads).transpose(1, 2)
-''',
+        code=_split_with(_SPLIT_CHECK, ""),
         message="raised RuntimeError",
     ),
     Mistake(
         name="split_error_without_numbers",
         cell="split_heads",
-        code='''
-def split_heads(x, n_heads):
-    batch, length, d_model = x.shape
-    if d_model % n_heads != 0:
-        raise ValueError("n_heads must divide the model size")
-    return x.view(batch, length, n_heads, d_model // n_heads).transpose(1, 2)
-''',
+        code=_split_with('f"n_heads={n_heads} does not divide d_model={d_model}"',
+                         '"n_heads must divide the model size"'),
         message="does not mention '3'",
     ),
     Mistake(
         name="merge_without_transpose",
         cell="merge_heads",
-        code='''
-def merge_heads(x):
-    batch, n_heads, length, head_size = x.shape
-    return x.reshape(batch, length, n_heads * head_size)
-''',
+        code=_merge_with("x.transpose(1, 2).reshape(", "x.reshape("),
         message="without transposing heads and positions back",
     ),
     Mistake(
         name="merge_interleaves_heads",
         cell="merge_heads",
-        code='''
-def merge_heads(x):
-    batch, n_heads, length, head_size = x.shape
-    return x.permute(0, 2, 3, 1).reshape(batch, length, n_heads * head_size)
-''',
+        code=_merge_with("x.transpose(1, 2).reshape(", "x.permute(0, 2, 3, 1).reshape("),
         message="interleaved the heads' features",
     ),
     Mistake(
         name="merge_view_after_transpose",
         cell="merge_heads",
-        code='''
-def merge_heads(x):
-    batch, n_heads, length, head_size = x.shape
-    return x.transpose(1, 2).view(batch, length, n_heads * head_size)
-''',
+        code=_merge_with(".reshape(", ".view("),
         message="after transpose the tensor is not contiguous, so view cannot flatten it",
     ),
     Mistake(
         name="merge_keeps_heads_apart",
         cell="merge_heads",
-        code='''
-def merge_heads(x):
-    return x.transpose(1, 2)
-''',
+        code=_merge_with(".reshape(batch, length, n_heads * head_size)", ""),
         message="has shape (2, 3, 2, 4), expected (2, 3, 8)",
     ),
     Mistake(
@@ -194,7 +190,7 @@ def merge_heads(x):
     Mistake(
         name="layer_does_not_validate",
         cell="multi_head_attention",
-        code=_layer_with('''        if d_model % n_heads != 0:
+        code=_layer_with('''        if n_heads <= 0 or d_model % n_heads != 0:
             raise ValueError(f"n_heads={n_heads} does not divide d_model={d_model}")
 ''', ""),
         message="MultiHeadAttention(8, 3) did not raise ValueError",
