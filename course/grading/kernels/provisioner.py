@@ -107,14 +107,39 @@ class ForkedProcess:
 class ForkProvisioner(LocalProvisioner):
     """Launch the kernel as a fork of the zygote instead of a new interpreter.
 
-    Its parent is a `ForkingKernelManager`, which says whether to sandbox the kernel and where
-    its sockets go.
+    Its parent is a `ForkingKernelManager`, which says whether to sandbox the kernel. A sandboxed
+    kernel binds its sockets in a folder of its own (`ipc_dir`), and the grader connects to them
+    only through links it made once the kernel answered (`pinned`).
     """
 
     zygote_client = zygote.ZygoteClient()  # this process's way to a zygote, for all its kernels
+    ipc_dir = None  # a sandboxed kernel's socket folder, at the same path at each start
+    pinned = ()  # descriptors of the running kernel's sockets (sandbox.pin_sockets)
+
+    async def pre_launch(self, **kwargs):
+        """Give each start of a sandboxed kernel a fresh folder for its connection file and sockets.
+
+        The folder is at the same path at each start, in a folder of the grader's that no kernel
+        can write; what the last kernel left there is removed first, so that nothing a kernel
+        wrote is ever used again. The kernel binds its sockets there (the manager's `ip`), and
+        jupyter_client writes the connection file there next.
+        """
+        manager = self.parent
+        if manager.sandbox:
+            if self.ipc_dir is None:
+                self.ipc_dir = str(sandbox.new_kernel_folder() / "ipc")
+                manager.transport = "ipc"
+                manager.connection_file = f"{self.ipc_dir}/kernel.json"
+            else:
+                sandbox.unpin_sockets(self.pinned)
+                sandbox.remove_socket_folder(self.ipc_dir)
+            self.pinned = []
+            manager.ip = f"{self.ipc_dir}/kernel"
+            sandbox.make_socket_folder(self.ipc_dir)
+        return await super().pre_launch(**kwargs)
 
     async def launch_kernel(self, cmd, **kwargs):
-        """Ask the zygote for a kernel running `cmd`'s ipykernel arguments."""
+        """Ask the zygote for a kernel running `cmd`'s ipykernel arguments; pin its sockets."""
         sandboxed = self.parent.sandbox
         environment = dict(kwargs.get("env") or os.environ)
         request = {
@@ -122,7 +147,7 @@ class ForkProvisioner(LocalProvisioner):
             "cwd": str(Path(kwargs.get("cwd") or os.getcwd()).resolve()),
             "env": sandbox.sandbox_environment(environment) if sandboxed else environment,
             "sandbox": sandboxed,
-            "ipc_dir": self.parent.ipc_dir,
+            "ipc_dir": self.ipc_dir,
         }
         answer = self.zygote_client.fork_kernel(request)
         if "error" in answer:
@@ -131,7 +156,43 @@ class ForkProvisioner(LocalProvisioner):
         self.process = ForkedProcess(pid)
         self.pid = self.pgid = pid
         self.cwd = request["cwd"]
+        if sandboxed and await self._answers():
+            self._pin_sockets()
         return self.connection_info
+
+    def _pin_sockets(self):
+        """Hold the kernel's sockets, and point the manager (and so its clients) at links to them.
+
+        The kernel answers only once it has made its sockets, and it runs no student code before
+        a request arrives: none has been sent yet. From then on the grader reaches these sockets
+        through links in its own folder (`sandbox.pin_sockets`), whatever the kernel puts in its
+        socket folder later. It happens here, before jupyter_client's manager connects its
+        control socket: `post_launch` comes after that.
+        """
+        manager = self.parent
+        name = os.path.basename(manager.ip)
+        links = Path(self.ipc_dir).parent / "links"
+        sockets = [f"{name}-{port}" for port in manager.ports]
+        self.pinned = sandbox.pin_sockets(self.ipc_dir, sockets, links)
+        manager.ip = str(links / name)
+        self.connection_info = manager.get_connection_info()
+
+    async def _answers(self):
+        """True once the kernel answers; else False, and the kernel is dead (killed if it hung)."""
+        # A session of its own: a client sharing the manager's would share its socket identity,
+        # and the kernel would then ignore the one that nbclient reconnects after a restart.
+        manager = self.parent
+        key, scheme = manager.session.key, manager.session.signature_scheme
+        client = manager.client(session=Session(key=key, signature_scheme=scheme))
+        client.start_channels()
+        try:
+            await client.wait_for_ready(timeout=READY_SECONDS)
+            return True
+        except RuntimeError:  # its users find it dead, as they would have without this wait
+            await self.kill()
+            return False
+        finally:
+            client.stop_channels()
 
     async def send_signal(self, signum):
         """Signal the kernel through its ForkedProcess (interrupts, kills, terminations)."""
@@ -148,6 +209,16 @@ class ForkProvisioner(LocalProvisioner):
     async def terminate(self, restart=False):
         """Kill the kernel: a sandbox's process 1 ignores SIGTERM."""
         await self.kill(restart=restart)
+
+    async def cleanup(self, restart=False):
+        """Remove the sandbox's folder once the kernel is gone for good (not between restarts)."""
+        await super().cleanup(restart=restart)
+        if not restart and self.ipc_dir is not None:
+            sandbox.unpin_sockets(self.pinned)
+            self.pinned = []
+            sandbox.remove_socket_folder(self.ipc_dir)
+            sandbox.remove_tree(Path(self.ipc_dir).parent)
+            self.ipc_dir = None
 
 
 class ForkingKernelSpecManager(KernelSpecManager):
@@ -192,12 +263,11 @@ class BoundedKernelClient(AsyncKernelClient):
 class ForkingKernelManager(AsyncKernelManager):
     """A kernel manager whose kernels are forks of the zygote, each in a sandbox of its own.
 
-    Its kernel specs name the forking provisioner, which jupyter_client builds by that name.
+    Its kernel specs name the forking provisioner, which jupyter_client builds by that name and
+    which does the rest: the socket folder, the pinning, the clean-up (`ForkProvisioner`).
     """
 
     sandbox = Bool(True, help="Run each kernel in an OS sandbox (course.grading.kernels.sandbox)")
-    ipc_dir = None
-    _pinned = ()  # descriptors of the running kernel's sockets (sandbox.pin_sockets)
 
     @default("kernel_spec_manager")
     def _kernel_spec_manager_default(self):
@@ -214,68 +284,6 @@ class ForkingKernelManager(AsyncKernelManager):
         """Sockets that drop oversized messages (the manager's own; clients have theirs)."""
         self._created_context = True
         return bounded_context(zmq.asyncio.Context)
-
-    async def _async_pre_start_kernel(self, **kwargs):
-        """Give each start of a sandboxed kernel a fresh folder for its connection file and sockets.
-
-        The folder is at the same path at each start, in a folder of the grader's that no kernel
-        can write; what the last kernel left there is removed first, so that nothing a kernel
-        wrote is ever used again. The kernel binds its sockets there (`self.ip`); the grader's
-        clients connect through links of its own (`_async_post_start_kernel`).
-        """
-        if self.sandbox:
-            if self.ipc_dir is None:
-                self.ipc_dir = str(sandbox.new_kernel_folder() / "ipc")
-                self.transport = "ipc"
-                self.connection_file = f"{self.ipc_dir}/kernel.json"
-            else:
-                sandbox.unpin_sockets(self._pinned)
-                sandbox.remove_socket_folder(self.ipc_dir)
-            self._pinned = []
-            self.ip = f"{self.ipc_dir}/kernel"
-            sandbox.make_socket_folder(self.ipc_dir)
-        return await super()._async_pre_start_kernel(**kwargs)
-
-    async def _async_cleanup_resources(self, restart=False):
-        """Remove the sandbox's folder once the kernel is gone for good."""
-        await super()._async_cleanup_resources(restart=restart)
-        if not restart and self.ipc_dir is not None:
-            sandbox.unpin_sockets(self._pinned)
-            self._pinned = []
-            sandbox.remove_socket_folder(self.ipc_dir)
-            sandbox.remove_tree(Path(self.ipc_dir).parent)
-            self.ipc_dir = None
-
-    async def _async_post_start_kernel(self, **kwargs):
-        """Hold a sandboxed kernel's sockets once it has started, and connect only through them.
-
-        The kernel answers only once it has made its sockets, and it runs no student code before
-        a request arrives: none has been sent yet. From then on the grader's clients reach these
-        sockets through links in the grader's own folder (`sandbox.pin_sockets`), whatever the
-        kernel puts in its socket folder later.
-        """
-        if self.sandbox and await self._answers():
-            names = [f"{os.path.basename(self.ip)}-{port}" for port in self.ports]
-            links = Path(self.ipc_dir).parent / "links"
-            self._pinned = sandbox.pin_sockets(self.ipc_dir, names, links)
-            self.ip = str(links / os.path.basename(self.ip))
-        await super()._async_post_start_kernel(**kwargs)
-
-    async def _answers(self):
-        """True once the kernel answers; else False, and the kernel is dead (killed if it hung)."""
-        # A session of its own: a client sharing the manager's would share its socket identity,
-        # and the kernel would then ignore the one that nbclient reconnects after a restart.
-        session = Session(key=self.session.key, signature_scheme=self.session.signature_scheme)
-        client = self.client(session=session)
-        client.start_channels()
-        try:
-            await client.wait_for_ready(timeout=READY_SECONDS)
-            return True
-        except RuntimeError:  # its users find it dead, as they would have without this wait
-            await self.provisioner.kill()
-            return False
-        finally:
-            client.stop_channels()
 
 
 class ForkingExecute(Execute):

@@ -3,7 +3,7 @@
 The grader overrides or reads members of its libraries that are not public API. Each row says
 which member, on which class, and which of the library's own functions must still call it: if a
 new release renames a member or stops calling it, the course's override would silently stop
-running (the socket pinning of `_async_post_start_kernel` among them), and this test names it.
+running, and this test names it.
 requirements.txt pins these libraries; the behaviour of the hooks that carry security weight is
 tested where it matters (tests/course/grading/test_hostile.py: a kernel reached only through its
 pinned sockets; remote/test_client.py: an oversized message part refused by the replaced unpack).
@@ -25,9 +25,6 @@ from course.grading.remote import client
 
 # (the class the course extends or reads, the member, the library function that must use it)
 HOOKS = [
-    (KernelManager, "_async_pre_start_kernel", KernelManager._async_start_kernel),
-    (KernelManager, "_async_post_start_kernel", KernelManager._async_start_kernel),
-    (KernelManager, "_async_cleanup_resources", KernelManager._async_shutdown_kernel),
     (KernelManager, "_created_context", KernelManager),
     (KernelClient, "_created_context", KernelClient),
     (AsyncKernelClient, "_async_is_alive", KernelClient),
@@ -41,9 +38,6 @@ HOOKS = [
 
 # Where the course touches each member: a change there must update HOOKS.
 USERS = {
-    "_async_pre_start_kernel": provisioner,
-    "_async_post_start_kernel": provisioner,
-    "_async_cleanup_resources": provisioner,
     "_created_context": provisioner,
     "_async_is_alive": provisioner,
     "_handle_kernel_info_reply": provisioner,
