@@ -1,6 +1,7 @@
 # Attention, Step by Step: every command runs from the repository root.
 #   make lab       set up .venv (first time) and open JupyterLab
-#   make quick     lint and every test not marked slow or hub: a few minutes, for your own loop
+#   make quick     lint and every test not marked slow or hub (under 3 minutes on 2 idle cores),
+#                  for your own loop; it prints its time
 #   make test      set up .venv (first time) and run every check (what CI runs)
 #   make nbval     re-run every stored notebook and compare its outputs on three code paths:
 #                  this CPU's own, the plain (SSE) one, and MKL's reproducible branch;

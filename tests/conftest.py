@@ -17,45 +17,19 @@ from course.coursedir import notebooks, paths
 from course.coursedir.scratch import fill, scratch_course, solution_cells
 
 LAB_01 = "01_softmax"
-# `make quick` leaves out the tests marked slow: those that grade real submissions, train a model
-# or start a server. A test is slow when it uses one of these fixtures (a released course, which
-# nbgrader builds), lives in one of these files, is named below, or is marked so itself.
-SLOW_FIXTURES = {"released_courses", "regenerated"}
-SLOW_FILES = {
-    "tests/course/bench/test_lessons.py",  # runs the lessons' benches
-    "tests/course/bench/test_queue_overhead.py",  # a PostgreSQL server
-    "tests/course/coursedir/test_postgres.py",  # a PostgreSQL server
-    "tests/course/grading/test_hostile.py",  # grades hostile submissions in sandboxed kernels
-    "tests/course/grading/test_pool.py",  # grades classes on several workers
-    "tests/course/grading/test_queue.py",  # a PostgreSQL server
-    "tests/course/grading/test_slurm.py",  # a Slurm cluster grades a class
-    "tests/course/grading/kernels/test_syscall_filter.py",  # system calls tried in sandboxes
-    "tests/course/grading/kernels/test_zygote.py",  # forks kernels from a zygote that imports torch
-    "tests/lessons/test_autograde.py",  # the autograde round trip of every lab
-    "tests/lessons/test_messages.py",  # every catalogued mistake, graded
-    "tests/deploy/test_course_exchange.py",  # collects from a real nbgrader exchange
-}
-SLOW_TESTS = {  # single tests of fast files, by name, slow enough to matter (seconds on 2 cores)
-    "test_source_passes_nbgrader_validation",  # nbgrader validates each lab's source
-    "test_training_lowers_the_loss_on_the_corpus",  # trains the course's GPT
-    "test_training_lowers_the_loss_and_accuracy_is_a_rate",  # trains a transformer
-    "test_the_graders_peak_memory_stays_bounded_whatever_the_kernel_replies",  # replies of 60 MB
-    "test_the_budget_counts_each_string_as_one_value_whatever_it_holds",
-    "test_pytest_collects_every_test_file",  # collects the whole tree again
-    "test_a_cell_keeps_its_outputs_while_they_fit_and_says_how_many_it_dropped",
-    "test_the_edition_installs_alone",  # a virtual environment of its own
-    "test_a_lecture_runs_in_the_edition",  # runs a lecture and a lab
-    "test_a_filled_in_lab_passes_its_tests_in_the_edition",
-}
+# `make quick` leaves out the tests marked slow: a file says so at its top (`pytestmark`), a test
+# with `@pytest.mark.slow`. Those that start a kernel, a browser or a server must, and
+# tests/slow_tier.py fails each that does not. A test that uses a released course (nbgrader builds
+# it, seconds per lab) is slow by that need alone: it uses one of SLOW_FIXTURES.
+pytest_plugins = ["slow_tier"]
+SLOW_FIXTURES = {"released_courses"}
 NBGRADER_PAGES = Path(nbgrader.__file__).parent / "server_extensions" / "formgrader"
 
 
 def pytest_collection_modifyitems(config, items):
-    """Mark slow every test that uses a slow fixture or lives in a slow file."""
+    """Mark slow every test that uses a released course."""
     for item in items:
-        where = item.path.relative_to(paths.ROOT).as_posix()
-        named = item.originalname in SLOW_TESTS
-        if named or where in SLOW_FILES or SLOW_FIXTURES & set(item.fixturenames):
+        if SLOW_FIXTURES & set(item.fixturenames):
             item.add_marker(pytest.mark.slow)
 
 

@@ -7,6 +7,7 @@ import sysconfig
 import tomllib
 from importlib import metadata
 
+import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
@@ -142,6 +143,7 @@ def test_gradebook_is_not_committed():
     assert "gradebook.db" not in tracked.stdout.split()
 
 
+@pytest.mark.slow  # collects the whole tree again
 def test_pytest_collects_every_test_file():
     listing = subprocess.run(
         [sys.executable, "-m", "pytest", "--collect-only", "-q", "tests"],

@@ -33,6 +33,7 @@ from course.coursedir.local_formgrader import EXCHANGE_HEADERS
 from course.coursedir.nbgrader_run import instructor as run_instructor
 from course.coursedir.scratch import fill, scratch_course, solution_cells, submit
 
+pytestmark = pytest.mark.slow  # Chromium on a Jupyter server
 TIMEOUT = 60_000
 LAB = "01_softmax"
 

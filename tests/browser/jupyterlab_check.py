@@ -30,6 +30,7 @@ from course.coursedir.scratch import fill, scratch_course, solution_cells, submi
 from course.coursedir.submissions import cell_comments
 from course.lms import feedback_zip
 
+pytestmark = pytest.mark.slow  # Chromium on JupyterLab
 LAB = "01_softmax"
 WRONG_SOFTMAX = "def softmax(scores, dim=-1):\n    e = scores.exp()\n    return e / e.sum()\n"
 MESSAGE = "do not sum to 1 along dim=-1"

@@ -26,6 +26,7 @@ from course.coursedir import gradebook_db, notebooks, paths
 from course.coursedir.nbgrader_run import instructor as run_instructor
 from course.coursedir.scratch import fill, scratch_course, solution_cells, submit
 
+pytestmark = pytest.mark.slow  # Chromium on the course's pages
 LAB = "01_softmax"
 NOTEBOOK = paths.lab_filename(LAB)
 PNG = (  # one red pixel

@@ -22,6 +22,7 @@ from course.grading.kernels import policy
 sys.path.insert(0, str(paths.ROOT / "deploy"))
 import course_exchange  # noqa: E402 - deploy/ is not a package
 
+pytestmark = pytest.mark.slow  # releases, submits and collects through a real nbgrader exchange
 COURSE_ID = "attention-step-by-step"
 LAB = "01_softmax"
 NOTEBOOK = paths.lab_filename(LAB)

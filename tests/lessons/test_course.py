@@ -62,6 +62,7 @@ def notebook_lines(nb):
     return {line.strip() for cell in nb.cells for line in cell.source.splitlines()}
 
 
+@pytest.mark.slow  # nbgrader validates each lab's source in a kernel
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_source_passes_nbgrader_validation(assignment):
     results = Validator().validate(str(paths.source_lab(assignment)))
@@ -145,6 +146,7 @@ def relative_files(folder):
     return sorted(p.relative_to(folder) for p in folder.rglob("*") if p.is_file())
 
 
+@pytest.mark.slow  # nbgrader rebuilds release/ and solutions/, running every solution
 @pytest.mark.parametrize("folder", ["release", "solutions"])
 def test_generated_folder_is_fresh(folder, regenerated):
     fresh, committed = regenerated / folder, paths.ROOT / folder

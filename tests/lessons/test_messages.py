@@ -7,6 +7,7 @@ from test_autograde import MAX_ERROR_LINES, MESSAGE_WITHIN, error_lines
 from course.coursedir import notebooks, paths
 from course.coursedir.scratch import fill, solution_cells
 
+pytestmark = pytest.mark.slow  # each catalogued mistake, run in a Jupyter kernel
 LAB = "01_softmax"
 SHOWN = ["naive_softmax_overflows", "softmax_ignores_dim", "temperature_inverse_returned"]
 

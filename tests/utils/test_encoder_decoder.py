@@ -138,6 +138,7 @@ def test_lesson_06_model_masks_its_padding():
     assert weights.masked_select(~mask.expand_as(weights)).abs().max() == 0
 
 
+@pytest.mark.slow  # trains an encoder-decoder twice
 def test_a_short_training_run_lowers_the_loss_and_is_seeded():
     recipe = replace(ed.RECIPE, n_train=256, n_val=256, batch_size=64, epochs=8)
     build = partial(ed.Seq2SeqTransformer, d_model=8, n_heads=2, d_ff=16)
@@ -203,6 +204,7 @@ def test_moved_squares_put_corner_4_at_corner_1_minus_2_plus_3():
         ed.moved_squares(4, seed=0, noise=-1.0)
 
 
+@pytest.mark.slow  # trains an encoder-decoder twice
 def test_training_on_moved_squares_is_seeded_and_refuses_a_model():
     recipe = replace(ed.RECIPE, n_train=128, n_val=64, batch_size=64, epochs=3)
     build = partial(ed.Seq2SeqTransformer, d_model=8, n_heads=1, d_ff=16)

@@ -129,6 +129,7 @@ def test_generate_with_and_without_the_cache_gives_the_same_tokens():
     assert model.training is False
 
 
+@pytest.mark.slow  # trains the course's GPT
 def test_training_lowers_the_loss_on_the_corpus():
     corpus = text.load_corpus()[:5000]
     vocabulary = text.CharVocabulary(corpus)

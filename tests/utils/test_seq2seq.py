@@ -232,6 +232,7 @@ def test_validation_squares_are_neither_train_nor_test_squares():
     assert source.shape == (TINY.n_val, 3, 2) and lengths.shape == (TINY.n_val,)
 
 
+@pytest.mark.slow  # trains a sequence-to-sequence model four times
 def test_train_seq2seq_stops_on_the_validation_mse_never_the_test_mse():
     recipe = replace(TINY, epochs=3 * STOP_CHECK_EPOCHS)
     full = train_seq2seq(plain_model, recipe, seed=1)

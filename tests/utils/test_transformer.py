@@ -106,6 +106,7 @@ def test_attention_weights_are_causal_distributions(positions):
     assert bool((maps[..., ~causal_mask(5)] == 0).all())
 
 
+@pytest.mark.slow  # trains a transformer
 def test_training_lowers_the_loss_and_accuracy_is_a_rate():
     torch.manual_seed(0)
     model = TinyCausalLM(d_model=16, n_heads=2, d_ff=32, max_length=16, positions="learned")

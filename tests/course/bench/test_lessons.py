@@ -12,6 +12,8 @@ from course.bench import transformer as transformer_bench
 from course.coursedir import scratch
 from utils.recipe import RECIPE
 
+pytestmark = pytest.mark.slow  # trains and times the labs' solutions
+
 TINY = replace(RECIPE, n_train=64, n_test=32, n_val=32, batch_size=32, epochs=2)
 
 

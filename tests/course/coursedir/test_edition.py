@@ -285,6 +285,7 @@ def plain_environment():
     return {key: value for key, value in environ.items() if key != "PYTHONPATH"}
 
 
+@pytest.mark.slow  # a virtual environment of its own
 def test_the_edition_installs_alone(installed, student_edition):
     check = ("import utils, utils.text, utils.grading; "
              "print(utils.__file__); print(len(utils.text.load_corpus()))")
@@ -326,6 +327,7 @@ def run_in_edition(nb, folder, python, monkeypatch, tmp_path):
     return nb
 
 
+@pytest.mark.slow  # a lecture, run in a kernel of that environment
 def test_a_lecture_runs_in_the_edition(installed, student_edition, monkeypatch, tmp_path):
     folder = student_edition / "notebooks"
     nb = run_in_edition(notebooks.read(folder / LECTURE), folder, installed, monkeypatch, tmp_path)
@@ -339,6 +341,7 @@ def filled_edition_lab(student_edition):
     return fill(lab, solution_cells(LAB))
 
 
+@pytest.mark.slow  # a lab, run in a kernel of that environment
 def test_a_filled_in_lab_passes_its_tests_in_the_edition(installed, student_edition,
                                                           monkeypatch, tmp_path):
     folder = student_edition / "labs" / LAB

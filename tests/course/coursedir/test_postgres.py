@@ -28,6 +28,8 @@ from course.coursedir.nbgrader_run import nbgrader_environment
 from course.coursedir.scratch import scratch_course
 from course.grading import queue
 
+pytestmark = pytest.mark.slow  # a PostgreSQL server, and a class graded into it
+
 LAB = "01_softmax"
 NOTEBOOK = paths.lab_filename(LAB)
 CANVAS_GRADEBOOK = (

@@ -51,6 +51,8 @@ from course.grading.kernels.provisioner import MAX_MESSAGE_BYTES, ForkingKernelM
 from course.grading.preprocessors import judge
 from course.grading.remote.client import INTERRUPT_GRACE_SECONDS, WALL_FACTOR
 
+pytestmark = pytest.mark.slow  # grades hostile submissions in sandboxed kernels
+
 LAB = "01_softmax"
 NOTEBOOK = paths.lab_filename(LAB)
 SOFTMAX_TESTS, LOG_SOFTMAX_TESTS, TEMPERATURE_TESTS = (grade_ids([name]) for name in EXERCISES)

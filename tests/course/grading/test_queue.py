@@ -12,6 +12,8 @@ from postgres_server import postgres_server
 
 from course.grading import queue
 
+pytestmark = pytest.mark.slow  # a PostgreSQL server
+
 LAB = "01_softmax"
 CLASS = [f"s{number:03d}" for number in range(40)]
 

@@ -30,6 +30,8 @@ from course.coursedir.nbgrader_run import nbgrader_environment
 from course.coursedir.scratch import fill, solution_cells, submit
 from course.grading import queue
 
+pytestmark = pytest.mark.slow  # a Slurm cluster grades a class
+
 LAB = "01_softmax"
 NOTEBOOK = paths.lab_filename(LAB)
 CLASS_SIZE = 40

@@ -135,6 +135,7 @@ except OSError as error:
 """
 
 
+@pytest.mark.slow  # a sandboxed kernel
 @needs_landlock
 def test_a_confined_sandboxed_kernel_runs_torch_matplotlib_and_subprocesses(tmp_path):
     printed, outputs = lines_printed_in_a_sandboxed_kernel(IN_THE_KERNEL, tmp_path)

@@ -296,6 +296,7 @@ print(image.getvalue()[:4] == b"\\x89PNG")
 """
 
 
+@pytest.mark.slow  # a Python of its own imports torch and matplotlib
 def test_torch_with_two_threads_and_matplotlib_still_work():
     result = subprocess.run(
         [sys.executable, "-c", TORCH_AND_MATPLOTLIB],
@@ -362,6 +363,7 @@ except OSError as error:
 """
 
 
+@pytest.mark.slow  # a sandboxed kernel
 def test_a_filtered_sandboxed_kernel_runs_torch_matplotlib_and_subprocesses(tmp_path):
     printed, outputs = lines_printed_in_a_sandboxed_kernel(IN_THE_KERNEL, tmp_path)
     assert printed[:5] == [*EVERYDAY_PRINTED, "unshare 1", "inet 97"], outputs

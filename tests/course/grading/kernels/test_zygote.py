@@ -14,6 +14,7 @@ from jupyter_client.provisioning import KernelProvisionerFactory
 
 from course.grading.kernels import cgroups, provisioner, sandbox, zygote
 
+pytestmark = pytest.mark.slow  # kernels forked from a zygote that imports torch
 DEADLINE = 60  # a killed kernel has ended by then, however loaded the host
 
 

@@ -228,6 +228,7 @@ def large_cell_findings(size):
     return json.loads(result.stdout)
 
 
+@pytest.mark.slow  # a Python of its own reads a notebook of many megabytes
 @pytest.mark.parametrize("size", [4_000_000, 100_000_000], ids=["4 MB", "100 MB"])
 def test_a_cell_too_large_to_be_read_is_a_finding_and_costs_the_grader_little(size):
     growth, found = large_cell_findings(size)
@@ -238,6 +239,7 @@ def test_a_cell_too_large_to_be_read_is_a_finding_and_costs_the_grader_little(si
     assert f"cells of up to {MAX_READ_CHARACTERS:,} are read" in found[0]
 
 
+@pytest.mark.slow  # a Python of its own reads a notebook of many megabytes
 def test_a_cell_just_under_the_size_read_is_read_whole():
     padding = MAX_READ_CHARACTERS - len(FORBIDDEN_SOFTMAX) - len("CONSTANTS = [\n]") - 3
     growth, found = large_cell_findings(padding)

@@ -159,6 +159,7 @@ def test_the_graders_kernel_clients_read_messages_within_the_budget():
     assert manager.client().session.unpack is client.unpack_message_part
 
 
+@pytest.mark.slow  # replies of 60 MB, in a Python of its own
 def test_the_graders_peak_memory_stays_bounded_whatever_the_kernel_replies():
     import json
     import subprocess

@@ -122,6 +122,7 @@ def test_the_budget_admits_every_value_the_tests_read(value):
     assert str(back) == str(value)
 
 
+@pytest.mark.slow  # decodes replies of many megabytes
 def test_the_budget_counts_each_string_as_one_value_whatever_it_holds():
     text = wire.dumps(['[[[{,:\\"]]' * 1000, 'a\\"b\\\\'] * (wire.MAX_JSON_VALUES // 2 - 1))
     wire.check_budget(text)
