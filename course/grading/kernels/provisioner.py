@@ -36,6 +36,7 @@ from nbgrader.preprocessors import Execute
 from traitlets import Bool, default
 
 from course.grading.kernels import sandbox, zygote
+from course.grading.kernels.zygote_client import ZygoteClient
 
 PROVISIONER_NAME = "course-fork-provisioner"  # ForkProvisioner's entry point
 # A larger message from a kernel is dropped by ZeroMQ before anything parses it: the request
@@ -112,7 +113,7 @@ class ForkProvisioner(LocalProvisioner):
     only through links it made once the kernel answered (`pinned`).
     """
 
-    zygote_client = zygote.ZygoteClient()  # this process's way to a zygote, for all its kernels
+    zygote_client = ZygoteClient()  # this process's way to a zygote, for all its kernels
     ipc_dir = None  # a sandboxed kernel's socket folder, at the same path at each start
     pinned = ()  # descriptors of the running kernel's sockets (sandbox.pin_sockets)
 

@@ -145,25 +145,6 @@ def test_a_kernel_gets_its_own_arguments_not_the_launcher_module(command, argume
     assert zygote.kernel_arguments(command) == arguments
 
 
-def test_a_worker_whose_shared_zygote_has_gone_goes_on_with_its_own(tmp_path, monkeypatch):
-    client = zygote.ZygoteClient()
-    with zygote.shared() as address:
-        monkeypatch.setenv(zygote.ADDRESS_VARIABLE, address[zygote.ADDRESS_VARIABLE])
-        first = client.fork_kernel(kernel_request(tmp_path, "first"))["pid"]
-        shared = client.link()
-        assert shared.process is None  # the shared zygote, not one of its own
-        os.kill(kernel_parent(first), signal.SIGKILL)  # the shared zygote dies mid-run
-        second = client.fork_kernel(kernel_request(tmp_path, "second"))["pid"]
-        own = client.link()
-        assert own is not shared and own.process is not None and client.shared_lost
-        assert kernel_parent(second) == own.process.pid
-    assert provisioner.exited(first, DEADLINE)
-    own.answers.close()  # its own zygote ends with its connection, and so does its kernel
-    own.connection.close()
-    assert own.process.wait(60) == 0
-    assert provisioner.exited(second, DEADLINE)
-
-
 def kernel_parent(pid):
     """The parent of process `pid` (a forked kernel's zygote)."""
     return psutil.Process(pid).ppid()
