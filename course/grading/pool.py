@@ -31,7 +31,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from course.coursedir.nbgrader_run import nbgrader_environment
-from course.grading.kernels import cgroups, linux, probe, sandbox, zygote
+from course.grading.kernels import cgroups, linux, probe, socket_folder, zygote
 from course.grading.queue import Claim
 
 # A submission still being graded after this long is stopped, and reported not graded. Every wait
@@ -272,7 +272,7 @@ def grade_queue(assignment, queue, root, jobs=None, progress=None, sandboxed=Tru
     prepare = options.get("prepare", lambda claim: None)
     graded = options.get("graded", lambda student: True)
     progress = progress or Progress(assignment, queue.unfinished())
-    sandbox.sweep_kernel_folders()  # what the kernels of a killed run left
+    socket_folder.sweep_kernel_folders()  # what the kernels of a killed run left
     command = worker_command(assignment, sandboxed)
     outcomes = {}
     with zygote.shared() as environment:

@@ -17,7 +17,7 @@ import struct
 
 import pytest
 
-from course.grading.kernels import policy, probe, sandbox
+from course.grading.kernels import policy, probe, socket_folder
 
 SIOCOUTQ = 0x5411  # the bytes of memory a socket's queued messages take (sk_wmem_alloc)
 GiB = 1 << 30
@@ -28,11 +28,11 @@ def in_a_sandbox_without_a_group(tmp_path, look):
     """Run look() -> JSON-ready value in a sandbox made with no control group; its value."""
     folder, ipc_dir = tmp_path / "work", tmp_path / "ipc"
     folder.mkdir()
-    sandbox.make_socket_folder(ipc_dir)
+    socket_folder.make_socket_folder(ipc_dir)
     try:
         text, error = probe.look_inside(folder, ipc_dir, lambda: json.dumps(look()))
     finally:
-        sandbox.remove_socket_folder(ipc_dir)
+        socket_folder.remove_socket_folder(ipc_dir)
     assert not error, error
     return json.loads(text)
 

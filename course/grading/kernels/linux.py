@@ -1,8 +1,9 @@
 """What the sandbox needs of Linux: the C library, its constants, and SandboxError.
 
-The one handle on the C library for `sandbox`, `landlock` and `syscall_filter`; the flags of
-unshare(2), clone(2), mount(2), umount2(2) and prctl(2); and the error every part of the
-sandbox raises when this machine cannot make it. Imports nothing of `course`.
+The one handle on the C library for `sandbox`, `socket_folder`, `landlock` and `syscall_filter`;
+the flags of unshare(2), clone(2), mount(2), umount2(2), prctl(2) and of opening a folder without
+following a link; and the error every part of the sandbox raises when this machine cannot make
+it. Imports nothing of `course`.
 """
 
 import ctypes
@@ -20,6 +21,7 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 MNT_DETACH, UMOUNT_NOFOLLOW = 2, 8
 PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP = 1, 38, 24
+FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC  # open(2): no link
 # pivot_root(2) has no glibc wrapper: its system call number, by platform.machine().
 PIVOT_ROOT_NUMBERS = {"x86_64": 155, "aarch64": 41}
 

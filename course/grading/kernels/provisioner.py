@@ -35,7 +35,7 @@ from jupyter_client.session import Session
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, default
 
-from course.grading.kernels import sandbox, zygote
+from course.grading.kernels import sandbox, socket_folder, zygote
 from course.grading.kernels.zygote_client import ZygoteClient
 
 PROVISIONER_NAME = "course-fork-provisioner"  # ForkProvisioner's entry point
@@ -115,7 +115,7 @@ class ForkProvisioner(LocalProvisioner):
 
     zygote_client = ZygoteClient()  # this process's way to a zygote, for all its kernels
     ipc_dir = None  # a sandboxed kernel's socket folder, at the same path at each start
-    pinned = ()  # descriptors of the running kernel's sockets (sandbox.pin_sockets)
+    pinned = ()  # descriptors of the running kernel's sockets (socket_folder.pin_sockets)
 
     async def pre_launch(self, **kwargs):
         """Give each start of a sandboxed kernel a fresh folder for its connection file and sockets.
@@ -128,15 +128,15 @@ class ForkProvisioner(LocalProvisioner):
         manager = self.parent
         if manager.sandbox:
             if self.ipc_dir is None:
-                self.ipc_dir = str(sandbox.new_kernel_folder() / "ipc")
+                self.ipc_dir = str(socket_folder.new_kernel_folder() / "ipc")
                 manager.transport = "ipc"
                 manager.connection_file = f"{self.ipc_dir}/kernel.json"
             else:
-                sandbox.unpin_sockets(self.pinned)
-                sandbox.remove_socket_folder(self.ipc_dir)
+                socket_folder.unpin_sockets(self.pinned)
+                socket_folder.remove_socket_folder(self.ipc_dir)
             self.pinned = []
             manager.ip = f"{self.ipc_dir}/kernel"
-            sandbox.make_socket_folder(self.ipc_dir)
+            socket_folder.make_socket_folder(self.ipc_dir)
         return await super().pre_launch(**kwargs)
 
     async def launch_kernel(self, cmd, **kwargs):
@@ -166,15 +166,15 @@ class ForkProvisioner(LocalProvisioner):
 
         The kernel answers only once it has made its sockets, and it runs no student code before
         a request arrives: none has been sent yet. From then on the grader reaches these sockets
-        through links in its own folder (`sandbox.pin_sockets`), whatever the kernel puts in its
-        socket folder later. It happens here, before jupyter_client's manager connects its
+        through links in its own folder (`socket_folder.pin_sockets`), whatever the kernel puts
+        in its socket folder later. It happens here, before jupyter_client's manager connects its
         control socket: `post_launch` comes after that.
         """
         manager = self.parent
         name = os.path.basename(manager.ip)
         links = Path(self.ipc_dir).parent / "links"
         sockets = [f"{name}-{port}" for port in manager.ports]
-        self.pinned = sandbox.pin_sockets(self.ipc_dir, sockets, links)
+        self.pinned = socket_folder.pin_sockets(self.ipc_dir, sockets, links)
         manager.ip = str(links / name)
         self.connection_info = manager.get_connection_info()
 
@@ -215,10 +215,10 @@ class ForkProvisioner(LocalProvisioner):
         """Remove the sandbox's folder once the kernel is gone for good (not between restarts)."""
         await super().cleanup(restart=restart)
         if not restart and self.ipc_dir is not None:
-            sandbox.unpin_sockets(self.pinned)
+            socket_folder.unpin_sockets(self.pinned)
             self.pinned = []
-            sandbox.remove_socket_folder(self.ipc_dir)
-            sandbox.remove_tree(Path(self.ipc_dir).parent)
+            socket_folder.remove_socket_folder(self.ipc_dir)
+            socket_folder.remove_tree(Path(self.ipc_dir).parent)
             self.ipc_dir = None
 
 

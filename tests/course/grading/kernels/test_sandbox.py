@@ -8,17 +8,13 @@ import json
 import os
 import pwd
 import signal
-import subprocess
-import tempfile
-import threading
 import time
 from pathlib import Path
 
 import pytest
-import zmq
 from control_groups import undelegate
 
-from course.grading.kernels import cgroups, policy, probe, sandbox
+from course.grading.kernels import cgroups, policy, probe, sandbox, socket_folder
 
 
 def inside_sandbox(tmp_path, monkeypatch, extra_readable):
@@ -53,14 +49,14 @@ def no_socket_folder_left_mounted(tmp_path):
     for line in Path("/proc/self/mountinfo").read_text().splitlines():
         mount_point = line.split()[4]
         if mount_point.startswith(f"{tmp_path}/"):
-            sandbox.remove_socket_folder(mount_point)
+            socket_folder.remove_socket_folder(mount_point)
 
 
 def sandboxed_look(tmp_path, look, group=None):
     """Run look() -> str in a sandbox whose socket folder is a fresh one; (text, its folder)."""
     folder, ipc_dir = tmp_path / "work", tmp_path / "ipc"
     folder.mkdir(parents=True, exist_ok=True)
-    sandbox.make_socket_folder(ipc_dir)
+    socket_folder.make_socket_folder(ipc_dir)
     text, error = probe.look_inside(folder, ipc_dir, look, group)
     assert not error, error
     return text, ipc_dir
@@ -111,37 +107,8 @@ def test_a_kernel_cannot_fill_the_socket_folder_or_nest_it_deep(tmp_path):
     limits = policy.Limits()
     assert filled["written"] <= limits.socket_folder_bytes, filled
     assert filled["files"] + filled["depth"] < limits.socket_folder_files, filled
-    sandbox.remove_socket_folder(ipc_dir)
+    socket_folder.remove_socket_folder(ipc_dir)
     assert not ipc_dir.exists()
-
-
-def plant_links_and_a_deep_tree(ipc_dir, target, depth):
-    """What a hostile kernel leaves: links to `target` and a folder `depth` deep; the count."""
-    os.symlink(target, ipc_dir / "link_to_file")
-    os.symlink(target.parent, ipc_dir / "link_to_folder")
-    os.symlink("loop", ipc_dir / "loop")
-    here = os.open(ipc_dir, os.O_RDONLY | os.O_DIRECTORY)
-    for _ in range(depth):
-        os.mkdir("d", dir_fd=here)
-        os.symlink(target.parent, "up", dir_fd=here)
-        below = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=here)
-        os.close(here)
-        here = below
-    os.close(here)
-
-
-def test_a_tree_3000_deep_full_of_links_is_removed_and_nothing_it_points_to(tmp_path):
-    precious = tmp_path / "course" / "gradebook.db"
-    precious.parent.mkdir()
-    precious.write_text("grades")
-    memory = "/dev/shm" if os.path.isdir("/dev/shm") else None  # quicker than a disk
-    left = Path(tempfile.mkdtemp(dir=memory)) / "left_by_a_kernel"  # a plain folder: no tmpfs
-    left.mkdir()
-    plant_links_and_a_deep_tree(left, precious, 3000)
-    sandbox.remove_socket_folder(left)
-    assert not left.exists()
-    left.parent.rmdir()
-    assert precious.read_text() == "grades" and os.listdir(precious.parent) == ["gradebook.db"]
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox's user is another user only as root")
@@ -150,66 +117,13 @@ def test_links_in_the_socket_folder_hand_nothing_over_to_the_sandbox_user(tmp_pa
     precious.write_text("grades")
     folder, ipc_dir = tmp_path / "work", tmp_path / "ipc"
     folder.mkdir()
-    sandbox.make_socket_folder(ipc_dir)
+    socket_folder.make_socket_folder(ipc_dir)
     os.symlink(precious, ipc_dir / "kernel.json")  # as if a kernel had left it
     text, error = probe.look_inside(folder, ipc_dir, lambda: str(os.getuid()))
     assert not error, error
     assert precious.lstat().st_uid == 0 and ipc_dir.stat().st_uid == int(text)
-    sandbox.remove_socket_folder(ipc_dir)
+    socket_folder.remove_socket_folder(ipc_dir)
     assert precious.read_text() == "grades"
-
-
-def answer_from(url, context):
-    """The reply of whatever REP socket `url` reaches, to one request."""
-    client = context.socket(zmq.REQ)
-    client.setsockopt(zmq.LINGER, 0)
-    client.setsockopt(zmq.RCVTIMEO, 5000)
-    client.connect(url)
-    client.send(b"who?")
-    return client.recv()
-
-
-def serve_one(socket, answer):
-    """Answer one request on `socket` in a thread."""
-    thread = threading.Thread(target=lambda: (socket.recv(), socket.send(answer)))
-    thread.start()
-    return thread
-
-
-def test_a_kernel_that_swaps_its_socket_for_a_link_is_still_reached_through_the_pinned_one(
-    tmp_path,
-):
-    ipc_dir, links = tmp_path / "ipc", tmp_path / "links"
-    ipc_dir.mkdir()
-    context = zmq.Context()
-    try:
-        kernel = context.socket(zmq.REP)
-        kernel.bind(f"ipc://{ipc_dir}/kernel-1")
-        decoy = context.socket(zmq.REP)
-        decoy.bind(f"ipc://{tmp_path}/decoy")
-        pinned = sandbox.pin_sockets(ipc_dir, ["kernel-1"], links)
-        os.unlink(ipc_dir / "kernel-1")  # what a kernel that owns its folder can do
-        os.symlink(tmp_path / "decoy", ipc_dir / "kernel-1")
-        thread = serve_one(kernel, b"kernel")
-        assert answer_from(f"ipc://{links}/kernel-1", context) == b"kernel"
-        thread.join()
-        sandbox.unpin_sockets(pinned)
-    finally:
-        context.destroy(linger=0)
-
-
-def test_a_socket_folder_entry_that_is_not_a_socket_is_refused_and_nothing_is_held(tmp_path):
-    ipc_dir, precious = tmp_path / "ipc", tmp_path / "gradebook.db"
-    ipc_dir.mkdir()
-    precious.write_text("grades")
-    os.symlink(precious, ipc_dir / "kernel-1")
-    (ipc_dir / "kernel-2").write_text("")
-    opened = len(os.listdir("/proc/self/fd"))
-    for name in ("kernel-1", "kernel-2"):
-        with pytest.raises((sandbox.SandboxError, OSError)):
-            sandbox.pin_sockets(ipc_dir, [name], tmp_path / "links")
-    assert len(os.listdir("/proc/self/fd")) == opened
-    assert not (tmp_path / "links").exists()
 
 
 in_control_groups = pytest.mark.skipif(
@@ -234,7 +148,7 @@ def start_hog(tmp_path, group):
     """Fork a sandbox in `group` whose process 1 starts HOG_PROCESSES busy sessions; its pid."""
     folder, ipc_dir = tmp_path / "hog_work", tmp_path / "hog_ipc"
     folder.mkdir()
-    sandbox.make_socket_folder(ipc_dir)
+    socket_folder.make_socket_folder(ipc_dir)
     pid = os.fork()
     if pid == 0:
         try:
@@ -262,7 +176,7 @@ def timed_in_sandbox(tmp_path, name):
     group = cgroups.create(policy.Limits())
     try:
         text, ipc_dir = sandboxed_look(tmp_path / name, spin, group)
-        sandbox.remove_socket_folder(ipc_dir)
+        socket_folder.remove_socket_folder(ipc_dir)
         return float(text)
     finally:
         group.remove()
@@ -385,7 +299,7 @@ def test_the_whole_sandbox_shares_one_limit_on_processes(tmp_path):
         text, ipc_dir = sandboxed_look(tmp_path, fork_until_refused, group)
     finally:
         group.remove()
-    sandbox.remove_socket_folder(ipc_dir)
+    socket_folder.remove_socket_folder(ipc_dir)
     assert int(text) < 16
 
 
@@ -425,7 +339,7 @@ def made_until_refused(make, most=1000):
 
 def test_system_v_ipc_beyond_the_small_limits_of_the_sandbox_is_refused(tmp_path):
     text, ipc_dir = sandboxed_look(tmp_path, hoard_system_v_ipc)  # no group: rlimits only
-    sandbox.remove_socket_folder(ipc_dir)
+    socket_folder.remove_socket_folder(ipc_dir)
     found, limits = json.loads(text), policy.Limits()
     assert found["one_too_large"] == -1 and found["large_set"] == -1
     assert 0 < found["kept_bytes"] <= limits.shared_memory_bytes
@@ -451,7 +365,7 @@ def make_memory_file():
 
 def test_without_a_group_no_anonymous_memory_file_can_be_made(tmp_path):
     text, ipc_dir = sandboxed_look(tmp_path, make_memory_file)
-    sandbox.remove_socket_folder(ipc_dir)
+    socket_folder.remove_socket_folder(ipc_dir)
     assert text == "refused: ENOSYS"
 
 
@@ -462,7 +376,7 @@ def test_in_a_group_which_counts_its_memory_an_anonymous_memory_file_can_be_made
         text, ipc_dir = sandboxed_look(tmp_path, make_memory_file, group)
     finally:
         group.remove()
-    sandbox.remove_socket_folder(ipc_dir)
+    socket_folder.remove_socket_folder(ipc_dir)
     assert text == "made"
 
 
@@ -575,20 +489,6 @@ def test_where_there_is_no_hierarchy_the_mode_says_rlimits_and_why(tmp_path):
     found = cgroups._find_hierarchy(tmp_path / "mountinfo", tmp_path / "membership")
     assert found.kind == cgroups.RLIMITS and "memory, pids, cpu" in found.reason
     assert found.describe().startswith("sandbox limits: rlimits, per process only")
-
-
-def test_the_kernel_folders_of_a_killed_grader_are_swept_and_no_others(tmp_path, monkeypatch):
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    ended = subprocess.Popen(["true"])
-    ended.wait()
-    left = tmp_path / f"{sandbox.KERNEL_FOLDER_PREFIX}{ended.pid}-abc"  # its grader was killed
-    ours = sandbox.new_kernel_folder()  # this process runs
-    for folder in (left, ours):
-        folder.mkdir(exist_ok=True)
-        sandbox.make_socket_folder(folder / "ipc")
-        (folder / "ipc" / "kernel-1").write_text("")
-    sandbox.sweep_kernel_folders()
-    assert not left.exists() and (ours / "ipc" / "kernel-1").exists()
 
 
 def test_pivot_root_is_called_by_its_number_on_each_known_machine_and_refused_elsewhere():

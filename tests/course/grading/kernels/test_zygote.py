@@ -12,7 +12,7 @@ import psutil
 import pytest
 from jupyter_client.provisioning import KernelProvisionerFactory
 
-from course.grading.kernels import cgroups, provisioner, sandbox, zygote
+from course.grading.kernels import cgroups, provisioner, socket_folder, zygote
 
 pytestmark = pytest.mark.slow  # kernels forked from a zygote that imports torch
 DEADLINE = 60  # a killed kernel has ended by then, however loaded the host
@@ -270,7 +270,7 @@ def control_group_folders(pid):
 )
 def test_a_sandboxed_kernel_gets_a_control_group_removed_once_it_has_ended(shared_zygote, tmp_path):
     ipc_dir = tmp_path / "ipc"
-    sandbox.make_socket_folder(ipc_dir)
+    socket_folder.make_socket_folder(ipc_dir)
     request = {**kernel_request(ipc_dir, "kernel"), "cwd": str(tmp_path)}
     request.update(sandbox=True, ipc_dir=str(ipc_dir))
     try:
@@ -285,7 +285,7 @@ def test_a_sandboxed_kernel_gets_a_control_group_removed_once_it_has_ended(share
                 time.sleep(0.05)
             assert not any(folder.exists() for folder in folders)
     finally:
-        sandbox.remove_socket_folder(ipc_dir)
+        socket_folder.remove_socket_folder(ipc_dir)
 
 
 def test_a_forking_kernel_manager_gets_its_provisioner_by_the_entry_point_name():
