@@ -4,15 +4,12 @@ Each forked kernel enters an OS sandbox of its own (`course.grading.kernels.sand
 runs any student code, and talks to the grader over Unix sockets (jupyter_client's `ipc` transport):
 it has no network at all.
 
-nbgrader uses it through `ForkingExecute`, whose subclass `nbgrader_config.py` names
-(`course.grading.preprocessors.judge.JudgeExecute`). Its `ForkingKernelManager` gives each kernel
-spec the provisioner `ForkProvisioner`, by the name of its entry point (PROVISIONER_NAME, in
-pyproject.toml): jupyter_client builds it, and every signal, kill and "is it alive" of a kernel
-goes through it to `ForkedProcess`. The workers of `make autograde` share one zygote, named by
-COURSE_KERNEL_ZYGOTE (`course.grading.pool`); any other nbgrader process starts a zygote of its
-own. Without a sandbox (``c.ForkingExecute.sandbox = False``, or
-``--ForkingExecute.sandbox=False`` on nbgrader's command line) kernels run as the grading user;
-``c.ForkingExecute.fork = False`` also starts them the ordinary way.
+nbgrader uses it through `ForkingExecute` (`course.grading.preprocessors.execute`). Its
+`ForkingKernelManager` gives each kernel spec the provisioner `ForkProvisioner`, by the name of
+its entry point (PROVISIONER_NAME, in pyproject.toml): jupyter_client builds it, and every
+signal, kill and "is it alive" of a kernel goes through it to `ForkedProcess`. The workers of
+`make autograde` share one zygote, named by COURSE_KERNEL_ZYGOTE (`course.grading.pool`); any
+other nbgrader process starts a zygote of its own.
 """
 
 import contextlib
@@ -32,7 +29,6 @@ from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import AsyncKernelManager
 from jupyter_client.provisioning import LocalProvisioner
 from jupyter_client.session import Session
-from nbgrader.preprocessors import Execute
 from traitlets import Bool, default
 
 from course.grading.kernels import sandbox, socket_folder, zygote
@@ -285,31 +281,3 @@ class ForkingKernelManager(AsyncKernelManager):
         """Sockets that drop oversized messages (the manager's own; clients have theirs)."""
         self._created_context = True
         return bounded_context(zmq.asyncio.Context)
-
-
-class ForkingExecute(Execute):
-    """nbgrader's Execute preprocessor, with kernels forked from the zygote."""
-
-    fork = Bool(True, help="Fork kernels from a process that has imported torch").tag(config=True)
-    sandbox = Bool(True, help="Run each student's kernel in an OS sandbox of its own").tag(
-        config=True
-    )
-
-    @default("shutdown_kernel")
-    def _shutdown_kernel_default(self):
-        """Kill the kernel when the notebook is done: every output has arrived by then."""
-        return "immediate"
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        if self.sandbox and not self.fork:
-            raise ValueError("sandboxed kernels are forked: keep c.ForkingExecute.fork = True")
-        if self.fork:
-            self.kernel_manager_class = ForkingKernelManager
-
-    def create_kernel_manager(self):
-        """The kernel manager, told whether to sandbox its kernels."""
-        km = super().create_kernel_manager()
-        if isinstance(km, ForkingKernelManager):
-            km.sandbox = self.sandbox
-        return km

@@ -39,7 +39,7 @@ from nbformat.v4 import new_output
 
 from course.coursedir.notebooks import HIDDEN_TESTS, is_test, nbgrader_meta
 from course.grading.kernels.cpu_time import kernel_cpu_seconds
-from course.grading.kernels.provisioner import ForkingExecute
+from course.grading.preprocessors.execute import ForkingExecute
 from course.grading.preprocessors.findings import instructor_cells
 from course.grading.preprocessors.output_budget import MAX_OUTPUT_MESSAGE_BYTES, BudgetedOutputs
 from course.grading.remote import wire
