@@ -9,7 +9,8 @@ nbgrader uses it through `ForkingExecute` (`course.grading.preprocessors.execute
 its entry point (PROVISIONER_NAME, in pyproject.toml): jupyter_client builds it, and every
 signal, kill and "is it alive" of a kernel goes through it to `ForkedProcess`. The workers of
 `make autograde` share one zygote, named by COURSE_KERNEL_ZYGOTE (`course.grading.pool`); any
-other nbgrader process starts a zygote of its own.
+other nbgrader process starts a zygote of its own. Every socket the manager and its clients open
+on a kernel drops an oversized message (`course.grading.channels`).
 """
 
 import contextlib
@@ -18,38 +19,22 @@ import select
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
-from queue import Empty
 
 import zmq
 import zmq.asyncio
-from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import AsyncKernelManager
 from jupyter_client.provisioning import LocalProvisioner
 from jupyter_client.session import Session
 from traitlets import Bool, default
 
+from course.grading.channels import READY_SECONDS, BoundedKernelClient, bounded_context
 from course.grading.kernels import sandbox, socket_folder, zygote
 from course.grading.kernels.zygote_client import ZygoteClient
 
 PROVISIONER_NAME = "course-fork-provisioner"  # ForkProvisioner's entry point
-# A larger message from a kernel is dropped by ZeroMQ before anything parses it: the request
-# that waited for it runs out of time, and the grader's memory stays bounded.
-MAX_MESSAGE_BYTES = 64 * 2**20
 KILL_WAIT_SECONDS = 1
-IOPUB_JOIN_SECONDS = 0.02
-READY_SECONDS = 60  # for a starting kernel to answer
-RECONNECT_MILLISECONDS = 10
-
-
-def bounded_context(context_class=zmq.Context):
-    """A ZeroMQ context whose sockets drop any message larger than MAX_MESSAGE_BYTES."""
-    context = context_class()
-    context.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_BYTES)
-    context.setsockopt(zmq.RECONNECT_IVL, RECONNECT_MILLISECONDS)
-    return context
 
 
 def exited(pid, timeout=None):
@@ -227,34 +212,6 @@ class ForkingKernelSpecManager(KernelSpecManager):
         provisioner = {"provisioner_name": PROVISIONER_NAME, "config": {}}
         spec.metadata = {**spec.metadata, "kernel_provisioner": provisioner}
         return spec
-
-
-class BoundedKernelClient(AsyncKernelClient):
-    """nbclient's client: drops oversized messages; ready when the kernel answers, not 0.2 s on."""
-
-    @default("context")
-    def _context_default(self):
-        """A context of its own (destroyed with the client) whose sockets drop large messages."""
-        self._created_context = True
-        return bounded_context(zmq.asyncio.Context)
-
-    async def wait_for_ready(self, timeout=None):
-        """Return once the kernel answers kernel_info on shell and publishes on IOPub."""
-        deadline = time.monotonic() + (float("inf") if timeout is None else timeout)
-        while True:
-            self.kernel_info()
-            try:
-                reply = await self.shell_channel.get_msg(timeout=1)
-                if reply["msg_type"] == "kernel_info_reply":
-                    await self.iopub_channel.get_msg(timeout=IOPUB_JOIN_SECONDS)  # IOPub joined
-                    self._handle_kernel_info_reply(reply)
-                    return
-            except Empty:
-                pass
-            if not await self._async_is_alive():
-                raise RuntimeError("Kernel died before replying to kernel_info")
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"Kernel didn't respond in {timeout:g} seconds")
 
 
 class ForkingKernelManager(AsyncKernelManager):

@@ -38,6 +38,7 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat.v4 import new_output
 
 from course.coursedir.notebooks import HIDDEN_TESTS, is_test, nbgrader_meta
+from course.grading.channels import READY_SECONDS
 from course.grading.kernels.cpu_time import kernel_cpu_seconds
 from course.grading.preprocessors.execute import ForkingExecute
 from course.grading.preprocessors.findings import instructor_cells
@@ -62,7 +63,6 @@ DROPPED_OUTPUT = (
 IOPUB_LOST = "Timeout waiting for IOPub output"  # nbclient's words
 MAX_KILLS = 3  # a kernel killed this often (it did not stop when interrupted) is not restarted
 NOT_RUN = "The autograder did not run this cell: {}.\n"
-READY_SECONDS = 60  # how long a new IOPub socket of nbclient waits for the kernel: no cell limit
 REFUSED_OUTPUT = "The autograder refused a message of this cell ({}): its outputs stop here.\n"
 
 

@@ -25,7 +25,7 @@ from nbformat import ValidationError, from_dict, validate
 from nbformat.v4 import new_output
 from traitlets import default
 
-from course.grading.kernels.provisioner import BoundedKernelClient
+from course.grading.channels import BoundedKernelClient
 from course.grading.preprocessors.output_limits import LimitOutputSize, cut_note, cut_output
 from course.grading.remote.client import QUEUED_MESSAGES
 

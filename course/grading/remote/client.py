@@ -17,10 +17,7 @@ import zmq
 from jupyter_client.blocking import BlockingKernelClient
 from jupyter_client.session import Session
 
-from course.grading.kernels.provisioner import (
-    MAX_MESSAGE_BYTES,
-    bounded_context,
-)
+from course.grading.channels import MAX_MESSAGE_BYTES, bounded_context
 from course.grading.remote import wire
 
 # The agent answers with an error in place of a reply whose comm message would be over the limit:

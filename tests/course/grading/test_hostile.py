@@ -46,8 +46,9 @@ from course.coursedir import notebooks, paths
 from course.coursedir.nbgrader_run import instructor as run_instructor
 from course.coursedir.nbgrader_run import nbgrader_environment
 from course.coursedir.scratch import fill, solution_cells, submit
+from course.grading.channels import MAX_MESSAGE_BYTES
 from course.grading.kernels import cgroups, probe, sandbox, zygote
-from course.grading.kernels.provisioner import MAX_MESSAGE_BYTES, ForkingKernelManager
+from course.grading.kernels.provisioner import ForkingKernelManager
 from course.grading.preprocessors import judge
 from course.grading.remote.client import INTERRUPT_GRACE_SECONDS, WALL_FACTOR
 

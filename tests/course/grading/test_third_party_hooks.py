@@ -19,6 +19,7 @@ from jupyter_client.session import Session
 from nbclient import NotebookClient
 from nbgrader.preprocessors import SaveAutoGrades
 
+from course.grading import channels
 from course.grading.kernels import provisioner
 from course.grading.preprocessors import judge, output_budget, regrade
 from course.grading.remote import client
@@ -39,8 +40,8 @@ HOOKS = [
 # Where the course touches each member: a change there must update HOOKS.
 USERS = {
     "_created_context": provisioner,
-    "_async_is_alive": provisioner,
-    "_handle_kernel_info_reply": provisioner,
+    "_async_is_alive": channels,
+    "_handle_kernel_info_reply": channels,
     "_iopub_channel": judge,
     "unpack": client,
     "_add_score": regrade,
