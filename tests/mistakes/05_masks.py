@@ -17,8 +17,11 @@ def padding_mask(lengths, max_length=None):
 
 _DECODER = '''
 def decoder_mask(n_queries, n_keys, window=None):
-    if n_queries > n_keys or window == 0:
-        raise ValueError("n_queries must be at most n_keys, and window positive")
+    for size in (n_queries, n_keys, 1 if window is None else window):
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise ValueError(f"sizes must be positive integers, got {size!r}")
+    if n_queries > n_keys:
+        raise ValueError("n_queries must be at most n_keys")
     back = torch.arange(n_keys - n_queries, n_keys)[:, None] - torch.arange(n_keys)[None, :]
     return (back >= 0) if window is None else (back >= 0) & (back < window)
 '''
@@ -35,6 +38,17 @@ def masked_softmax(scores, mask, dim=-1):
     return exps / total.masked_fill(total == 0, 1.0)
 '''
 
+_EMPTY_ROW_SHIFT = '    largest = largest.masked_fill(largest == float("-inf"), 0.0)\n'
+_PADDING_CHECKS = '''\
+    if max_length < int(lengths.max()):
+        raise ValueError(f"max_length must be at least the longest length, got {max_length}")
+    if bool((lengths < 0).any()):
+        raise ValueError(f"lengths must be non-negative, got {lengths.tolist()}")
+'''
+
+# The catalogue's correct answers, by cell: each gets every point (tests/lessons/test_autograde.py).
+BASES = {"padding_mask": _PADDING, "decoder_mask": _DECODER, "masked_softmax": _SOFTMAX}
+
 MISTAKES = [
     Mistake("padding_off_by_one", "padding_mask", _with(_PADDING, ":] <", ":] <="),
             "used <= instead of <"),
@@ -48,20 +62,10 @@ MISTAKES = [
                   "torch.arange(max_length)[None,", "torch.arange(int(lengths.max()))[None,"),
             "the mask must have max_length columns when max_length is given"),
     Mistake("padding_inverted", "padding_mask",
-            '''
-def padding_mask(lengths, max_length=None):
-    if max_length is None:
-        max_length = int(lengths.max())
-    return torch.arange(max_length)[None, :] >= lengths[:, None]
-''',
+            _with(_PADDING, ":] <", ":] >="),
             "inverted the mask: True must mark the real positions"),
     Mistake("padding_not_validated", "padding_mask",
-            '''
-def padding_mask(lengths, max_length=None):
-    if max_length is None:
-        max_length = int(lengths.max())
-    return torch.arange(max_length)[None, :] < lengths[:, None]
-''',
+            _with(_PADDING, _PADDING_CHECKS, ""),
             "padding_mask([2, 3, 1], max_length=2) did not raise ValueError"),
     Mistake("decoder_queries_from_zero", "decoder_mask",
             _with(_DECODER,
@@ -90,28 +94,19 @@ def padding_mask(lengths, max_length=None):
     Mistake("decoder_more_queries_than_keys_accepted", "decoder_mask",
             _with(_DECODER,
                   '''\
-    if n_queries > n_keys or window == 0:
-        raise ValueError("n_queries must be at most n_keys, and window positive")
-''', "",
-                  "window is None", "not window"),
+    if n_queries > n_keys:
+        raise ValueError("n_queries must be at most n_keys")
+''', ""),
             "decoder_mask(5, 3) did not raise ValueError"),
     Mistake("softmax_nan_rows", "masked_softmax",
-            '''
-def masked_softmax(scores, mask, dim=-1):
-    return torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=dim)
-''',
+            _with(_SOFTMAX, _EMPTY_ROW_SHIFT, "", "total.masked_fill(total == 0, 1.0)", "total"),
             "the fully masked row 1 is 0 / 0 = NaN"),
     Mistake("softmax_uniform_rows", "masked_softmax",
-            '''
-def masked_softmax(scores, mask, dim=-1):
-    return torch.softmax(scores.masked_fill(~mask, -1e9), dim=dim)
-''',
+            _with(_SOFTMAX, 'masked_fill(~mask, float("-inf"))', "masked_fill(~mask, -1e9)"),
             "row 1 became uniform instead of all zeros"),
     Mistake("softmax_masked_afterwards", "masked_softmax",
-            '''
-def masked_softmax(scores, mask, dim=-1):
-    return torch.softmax(scores, dim=dim) * mask
-''',
+            _with(_SOFTMAX, 'scores.masked_fill(~mask, float("-inf"))', "scores",
+                  "return exps / total.masked_fill(total == 0, 1.0)", "return exps / total * mask"),
             "multiplied the weights by the mask after the softmax without renormalising"),
     Mistake("softmax_inverted_mask", "masked_softmax",
             _with(_SOFTMAX,
@@ -132,6 +127,7 @@ def masked_softmax(scores, mask, dim=-1):
                   "total.masked_fill(total == 0, 1.0)", "total.clamp_min(1e-30)"),
             "shifted by the largest score of the row, masked ones included"),
     Mistake("softmax_additive_mask_nan_gradient", "masked_softmax",
+            # Not a change of _SOFTMAX: another structure, an additive mask and torch.softmax.
             '''
 def masked_softmax(scores, mask, dim=-1):
     if mask.dtype != torch.bool:
