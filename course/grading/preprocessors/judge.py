@@ -50,7 +50,7 @@ from course.grading.remote.client import (
     KernelLink,
     KernelTrouble,
     Remote,
-    unpack_message_part,
+    budgeted_session,
 )
 from utils.grading import statement_at
 from utils.review import bound_names, free_names
@@ -123,7 +123,7 @@ class JudgeExecute(BudgetedOutputs, ForkingExecute):
     def create_kernel_manager(self):
         """The kernel manager, whose clients refuse a message over the wire's budget unbuilt."""
         km = super().create_kernel_manager()
-        km.session.unpack = unpack_message_part
+        budgeted_session(km.session)
         return km
 
     def preprocess_cell(self, cell, resources, index):

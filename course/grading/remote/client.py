@@ -166,7 +166,7 @@ class KernelLink:
         context.setsockopt(zmq.RCVHWM, QUEUED_MESSAGES)  # what it holds unread: a few messages
         self.client = BlockingKernelClient(context=context)
         self.client.load_connection_info(self.executor.km.get_connection_info(session=False))
-        self.client.session.unpack = unpack_message_part
+        budgeted_session(self.client.session)
         self.client.session.deserialize = functools.partial(without_outputs, self.client.session)
         self.client.start_channels(stdin=False, hb=False, control=False)
         self.started = False
@@ -355,6 +355,12 @@ def finished_without_reply(message):
 def unpack_message_part(data):
     """One part of a kernel's message (as `Session.unpack`), refused when over the wire's budget."""
     return wire.loads(data if isinstance(data, str) else bytes(data).decode("utf8", "replace"))
+
+
+def budgeted_session(session):
+    """`session` (jupyter_client's), made to refuse any part of a kernel's message over budget."""
+    session.unpack = unpack_message_part
+    return session
 
 
 def without_outputs(session, msg_list, content=True, copy=True):
