@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from torch.overrides import TorchFunctionMode
 
-from utils.review import ipython_shell
+from utils.shell import ipython_shell
 
 __all__ = [
     "check_close",

@@ -14,8 +14,8 @@ the lab forbids breaks its rules: your instructor may take points for it when gr
 A finding is best effort: it reads the code as written, so code that hides a call is not
 listed. It never stops a cell from running.
 
-This module is also the one home of the analysis of the names a cell binds and reads, which
-the grader's judge uses to know which names of a test come from your code.
+The grader, Validate and your kernel decide which cells are yours by one rule
+(`student_cells`). The tables a cell is read against are in `utils.review_rules`.
 """
 
 import ast
@@ -25,6 +25,26 @@ import sys
 import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from utils.bindings import all_bound_names, defined_names, imported_names
+from utils.review_rules import (
+    BY_A_NAME,
+    ESCAPE_ATTRIBUTES,
+    FROM_A_STRING,
+    NAMED_ACCESS,
+    NAMED_ACCESS_CALLS,
+    REACHING_BUILTINS,
+    READS_ANNOTATIONS,
+    RUNS_CODE,
+    RUNS_CODE_ARGUMENTS,
+    RUNS_CODE_BUILTINS,
+    RUNS_CODE_POSITIONS,
+    WRITERS,
+    private_part,
+    reaches,
+    runs_code,
+)
+from utils.shell import ipython_shell
 
 POLICY_KEY = "lab_policy"  # in a lab notebook's metadata, under "course"
 MAX_READ_CHARACTERS = 100_000  # of a cell the review reads: a lab's longest answer is 8 000
@@ -42,205 +62,10 @@ DEFAULT_MODULES = (
     "utils",
     "__future__",
 )
-# Parts of the allowed modules that reach files, processes or the interpreter, by dotted name.
-REACHING = (
-    "torch.hub",
-    "torch.jit",
-    "torch.library",
-    "torch.load",
-    "torch.multiprocessing",
-    "torch.ops",
-    "torch.package",
-    "torch.save",
-    "torch.serialization",
-    "torch.from_file",
-    "torch.utils.cpp_extension",
-    "numpy.ctypeslib",
-    "numpy.fromfile",
-    "numpy.genfromtxt",
-    "numpy.lib.format",
-    "numpy.load",
-    "numpy.loadtxt",
-    "numpy.memmap",
-    "numpy.save",
-    "numpy.savetxt",
-    "numpy.savez",
-    "numpy.savez_compressed",
-    "numpy.fromregex",
-    "numpy.lib.npyio",
-    "numpy.rec.fromfile",
-    "torch.classes",
-    "torch.export.load",
-    "torch.export.save",
-)
-# Modules that an allowed module holds as an attribute (`torch.os`): a way around imports.
-REACHING_PARTS = {
-    "builtins",
-    "copyreg",
-    "ctypes",
-    "gc",
-    "glob",
-    "importlib",
-    "inspect",
-    "io",
-    "linecache",
-    "marshal",
-    "multiprocessing",
-    "os",
-    "pathlib",
-    "pickle",
-    "platform",
-    "shutil",
-    "subprocess",
-    "sys",
-    "tarfile",
-    "tempfile",
-    "zipfile",
-}
-# Builtins that open files or reach the interpreter, when a cell calls them.
-REACHING_BUILTINS = {
-    "breakpoint",
-    "get_ipython",
-    "globals",
-    "locals",
-    "open",
-    "vars",
-}
-# Attributes that lead to frames, globals, code or every class: the ways out of plain code.
-ESCAPE_ATTRIBUTES = {
-    "__base__",
-    "__bases__",
-    "__builtins__",
-    "__closure__",
-    "__code__",
-    "__globals__",
-    "__import__",
-    "__loader__",
-    "__mro__",
-    "__reduce__",
-    "__reduce_ex__",
-    "__spec__",
-    "__subclasses__",
-    "__traceback__",
-    "ag_frame",
-    "cr_frame",
-    "f_back",
-    "f_builtins",
-    "f_code",
-    "f_globals",
-    "f_locals",
-    "gi_frame",
-    "tb_frame",
-    "tb_next",
-}
-NAMED_ACCESS = {"getattr", "setattr", "delattr", "hasattr"}
 # A replacement field of a format string, and the attributes it reads (`{0.__globals__}`).
 FORMAT_FIELD = re.compile(r"\{([^{}]*)\}")
 FIELD_ATTRIBUTE = re.compile(r"\.(\w+)")
-# Calls that reach attributes by the names given to them as strings, as getattr does.
-NAMED_ACCESS_CALLS = {"operator.attrgetter", "operator.methodcaller"}
 
-# What runs code it is given as data rather than as code: how, and what it does, by dotted name.
-# A name matches wherever it appears in a dotted chain (`torch.serialization.pickle.loads`).
-FROM_A_STRING = "runs code from a string"
-FROM_A_PICKLE = "runs code from a pickle"
-FROM_BYTES = "runs code from bytes"
-BY_A_NAME = "reaches code named by a string"
-UNPICKLES = (FROM_A_PICKLE, "unpickling calls whatever the pickle names")
-TIMES = (FROM_A_STRING, "timeit compiles and runs its stmt and setup strings")
-PROFILES = (FROM_A_STRING, "the profiler runs a statement from a string")
-DEBUGS = (FROM_A_STRING, "the debugger runs a statement from a string")
-INTERPRETS = (FROM_A_STRING, "the code module compiles and runs Python source from strings")
-SYMPIFIES = (FROM_A_STRING, "sympy evaluates strings with eval")
-QUERIES = (FROM_A_STRING, "pandas evaluates an expression from a string")
-UNSAFE_YAML = (FROM_A_STRING, "PyYAML's unsafe loading builds any object a document names")
-FULL_YAML = (FROM_A_STRING, "PyYAML's full loading builds objects a document names")
-REGISTERS = (FROM_A_STRING, "functools evaluates the string annotations of what it registers")
-RUNS_CODE = {
-    "typing.get_type_hints": (FROM_A_STRING, "typing.get_type_hints evaluates string annotations"),
-    "typing.ForwardRef": (FROM_A_STRING, "a ForwardRef evaluates its string when resolved"),
-    "typing.evaluate_forward_ref": (FROM_A_STRING, "typing evaluates a string annotation"),
-    "annotationlib.ForwardRef": (FROM_A_STRING, "a ForwardRef evaluates its string when resolved"),
-    "functools.singledispatch": REGISTERS,
-    "functools.singledispatchmethod": REGISTERS,
-    "torch.fx": (
-        FROM_A_STRING, "torch.fx writes Python source for a graph, whose calls may be named by "
-        "strings, and compiles it (GraphModule, symbolic_trace, recompile)"),
-    "torch.jit.CompilationUnit": (FROM_A_STRING, "TorchScript compiles source from a string"),
-    "torch.utils.benchmark": (
-        FROM_A_STRING, "the benchmark Timer compiles and runs its stmt and setup strings"),
-    "torch.utils.collect_env": (
-        FROM_A_STRING, "collect_env's run runs a shell command from a string"),
-    "torch.utils.cpp_extension.load_inline": (
-        FROM_A_STRING, "load_inline compiles C++ and CUDA source from strings and loads it"),
-    "torch.utils.model_zoo": (FROM_A_PICKLE, "model_zoo's load_url unpickles what it downloads"),
-    "torch.distributed": (
-        FROM_A_PICKLE, "torch.distributed unpickles the objects and calls other processes send"),
-    "numpy.f2py": (FROM_A_STRING, "numpy.f2py compiles Fortran source from strings and loads it"),
-    "numpy.testing.extbuild": (
-        FROM_A_STRING, "extbuild compiles C source from strings and imports it"),
-    "timeit.timeit": TIMES,
-    "timeit.repeat": TIMES,
-    "timeit.Timer": TIMES,
-    "timeit.main": TIMES,
-    "code.interact": INTERPRETS,
-    "code.InteractiveConsole": INTERPRETS,
-    "code.InteractiveInterpreter": INTERPRETS,
-    "code.compile_command": INTERPRETS,
-    "codeop": (FROM_A_STRING, "codeop compiles Python source from strings"),
-    "runpy": (FROM_A_STRING, "runpy runs a module or a script named by a string"),
-    "doctest": (FROM_A_STRING, "doctest runs the examples written in docstrings and strings"),
-    "cProfile.run": PROFILES,
-    "cProfile.runctx": PROFILES,
-    "profile.run": PROFILES,
-    "profile.runctx": PROFILES,
-    "pdb.run": DEBUGS,
-    "pdb.runctx": DEBUGS,
-    "pdb.runeval": DEBUGS,
-    "trace.Trace": (FROM_A_STRING, "trace.Trace's run and runctx run statements from strings"),
-    "logging.config": (
-        FROM_A_STRING, "logging.config evaluates and imports what a configuration names in "
-        "strings, and logging.config.listen takes one from a socket"),
-    "sympy.sympify": SYMPIFIES,
-    "sympy.S": SYMPIFIES,
-    "sympy.parsing": SYMPIFIES,
-    "sympy.lambdify": (FROM_A_STRING, "sympy.lambdify writes Python source and runs it"),
-    "pandas.eval": QUERIES,
-    "pandas.DataFrame.eval": QUERIES,
-    "pandas.DataFrame.query": QUERIES,
-    "numexpr": (FROM_A_STRING, "numexpr evaluates expressions from strings"),
-    "jinja2": (FROM_A_STRING, "jinja2 compiles templates from strings into Python and runs it"),
-    "yaml.Loader": UNSAFE_YAML,
-    "yaml.UnsafeLoader": UNSAFE_YAML,
-    "yaml.unsafe_load": UNSAFE_YAML,
-    "yaml.unsafe_load_all": UNSAFE_YAML,
-    "yaml.FullLoader": FULL_YAML,
-    "yaml.full_load": FULL_YAML,
-    "yaml.full_load_all": FULL_YAML,
-    "pickle.load": UNPICKLES,
-    "pickle.loads": UNPICKLES,
-    "pickle.Unpickler": UNPICKLES,
-    "_pickle.load": UNPICKLES,
-    "_pickle.loads": UNPICKLES,
-    "_pickle.Unpickler": UNPICKLES,
-    "cPickle.load": UNPICKLES,
-    "cPickle.loads": UNPICKLES,
-    "shelve.open": (FROM_A_PICKLE, "a shelf unpickles each value it reads"),
-    "shelve.Shelf": (FROM_A_PICKLE, "a shelf unpickles each value it reads"),
-    "shelve.DbfilenameShelf": (FROM_A_PICKLE, "a shelf unpickles each value it reads"),
-    "pandas.read_pickle": UNPICKLES,
-    "joblib.load": UNPICKLES,
-    "dill.load": UNPICKLES,
-    "dill.loads": UNPICKLES,
-    "cloudpickle.load": UNPICKLES,
-    "cloudpickle.loads": UNPICKLES,
-    "marshal.load": (FROM_BYTES, "marshal makes code objects from bytes"),
-    "marshal.loads": (FROM_BYTES, "marshal makes code objects from bytes"),
-    "importlib": (BY_A_NAME, "importlib imports modules named by strings, running their code"),
-    "pydoc.locate": (BY_A_NAME, "pydoc imports what a dotted name in a string names"),
-    "pkgutil.resolve_name": (BY_A_NAME, "pkgutil imports what a dotted name in a string names"),
-    "unittest.mock.patch": (BY_A_NAME, "mock replaces what a dotted name in a string names"),
-}
 # The course's own answers: what `utils` holds that computes a lab's exercise (the lectures' models
 # and their parts). A cell a student writes calls none of them, in every lab, but those its lab
 # gives (`given` in its policy): the tests use them as references.
@@ -285,120 +110,6 @@ COURSE_ANSWERS = frozenset({
     "utils.transformer.rope_frequencies",
     "utils.transformer.rotate",
 })
-# Builtins that run code from a string, when a cell calls them.
-RUNS_CODE_BUILTINS = {
-    "eval": (FROM_A_STRING, "eval evaluates an expression written in a string"),
-    "exec": (FROM_A_STRING, "exec runs statements written in a string"),
-    "compile": (FROM_A_STRING, "compile makes code from a string, for eval and exec to run"),
-    "__import__": (BY_A_NAME, "__import__ imports a module named by a string, running its code"),
-}
-# Arguments that make a call run code from a string or a pickle: keyword -> how, what it does,
-# and the constants that keep it from doing so.
-RUNS_CODE_ARGUMENTS = {
-    "eval_str": (FROM_A_STRING, "eval_str=True evaluates string annotations", (False, None)),
-    "allow_pickle": (
-        FROM_A_PICKLE, "allow_pickle=True lets NumPy unpickle object arrays", (False, None)),
-    "weights_only": (
-        FROM_A_PICKLE, "weights_only=False lets torch.load unpickle any object", (True, None)),
-    "pickle_module": (
-        FROM_A_PICKLE, "a pickle_module makes torch.load unpickle any object", (None,)),
-}
-# The same arguments given by position: dotted name of a call -> (position, keyword).
-RUNS_CODE_POSITIONS = {"numpy.load": (2, "allow_pickle"), "torch.load": (2, "pickle_module")}
-# Calls whose allow_pickle writes a pickle rather than reading one, by their name's start.
-WRITERS = ("save", "write")
-# Names that evaluate string annotations only: listed in a cell that writes one.
-READS_ANNOTATIONS = {"functools.singledispatch", "functools.singledispatchmethod"}
-
-
-# The names a cell binds and reads.
-
-
-class _Bindings(ast.NodeVisitor):
-    """The names a piece of code binds in its own scope, and the names it reads anywhere."""
-
-    def __init__(self):
-        self.bound, self.read = set(), set()
-
-    def visit_Name(self, node):
-        (self.read if isinstance(node.ctx, ast.Load) else self.bound).add(node.id)
-
-    def visit_FunctionDef(self, node):
-        self.bound.add(node.name)
-        self.read |= free_names_of(node)
-
-    visit_AsyncFunctionDef = visit_FunctionDef
-
-    def visit_ClassDef(self, node):
-        self.bound.add(node.name)
-        self.read |= free_names_of(node)
-
-    def visit_Lambda(self, node):
-        self.read |= free_names_of(node)
-
-    def visit_alias(self, node):
-        if node.name != "*":
-            self.bound.add((node.asname or node.name).split(".")[0])
-
-    def visit_ExceptHandler(self, node):
-        if node.name:
-            self.bound.add(node.name)
-        self.generic_visit(node)
-
-    def visit_MatchAs(self, node):
-        if node.name:
-            self.bound.add(node.name)
-        self.generic_visit(node)
-
-    visit_MatchStar = visit_MatchAs
-
-
-def free_names_of(node):
-    """The names read inside `node` (a function, class or lambda) that it does not bind itself."""
-    read, bound = set(), set()
-    for inner in ast.walk(node):
-        if isinstance(inner, ast.Name):
-            (read if isinstance(inner.ctx, ast.Load) else bound).add(inner.id)
-        elif isinstance(inner, ast.arg):
-            bound.add(inner.arg)
-        elif isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            bound.add(inner.name)
-        elif isinstance(inner, ast.alias) and inner.name != "*":
-            bound.add((inner.asname or inner.name).split(".")[0])
-    return read - bound
-
-
-def _bindings(source):
-    """The _Bindings of a cell's top level, or None when it is not valid Python."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return None
-    found = _Bindings()
-    found.visit(tree)
-    return found
-
-
-def bound_names(source):
-    """Names that the top level of a cell binds, in any way (def, class, import, for, with, ...)."""
-    found = _bindings(source)
-    return set() if found is None else found.bound
-
-
-def free_names(source):
-    """Names a cell reads that its top level does not bind itself."""
-    found = _bindings(source)
-    return set() if found is None else found.read - found.bound
-
-
-def defined_names(source):
-    """Names of the functions and classes a cell defines at its top level."""
-    try:
-        body = ast.parse(source).body
-    except SyntaxError:
-        return set()
-    kinds = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-    return {node.name for node in body if isinstance(node, kinds)}
 
 
 # A lab's policy.
@@ -456,42 +167,6 @@ class LabPolicy:
                    for allowed in self.allowed_modules)
 
 
-# Findings.
-
-
-def reaches(dotted):
-    """True when a dotted name leads to files, processes or the interpreter."""
-    parts = dotted.split(".")
-    inside = any(dotted == name or dotted.startswith(f"{name}.") for name in REACHING)
-    return inside or bool(REACHING_PARTS & set(parts[1:]))
-
-
-def runs_code(dotted):
-    """The longest name of RUNS_CODE that a dotted name holds as consecutive parts, or None."""
-    parts = dotted.split(".")
-    held = [name for name in RUNS_CODE if _holds(parts, name.split("."))]
-    return max(held, key=len, default=None)
-
-
-def _holds(parts, run):
-    """True when the parts `run` appear in `parts`, one after the other."""
-    return any(parts[start:start + len(run)] == run for start in range(len(parts) - len(run) + 1))
-
-
-def private_part(dotted):
-    """The first private part (`_C`) of a dotted name below its module, or None.
-
-    Dunders are public (`torch.__version__`, `nn.Module.__init__`), but for `__dict__`, which
-    reaches every private part.
-    """
-    return next((part for part in dotted.split(".")[1:] if _private(part)), None)
-
-
-def _private(name):
-    """True for `_name` and `__dict__`; False for other dunders and public names."""
-    dunder = name.startswith("__") and name.endswith("__")
-    return name == "__dict__" or (name.startswith("_") and not dunder)
-
 
 class _Reader(ast.NodeVisitor):
     """Collect a cell's findings: (line, text)."""
@@ -499,7 +174,7 @@ class _Reader(ast.NodeVisitor):
     def __init__(self, policy, source, modules, annotated=False):
         self.policy, self.found = policy, []
         self.lab_wide, self.in_exercise = policy.calls_forbidden_in(source)
-        self.bound = _all_bound(source)
+        self.bound = all_bound_names(source)
         self.modules = dict(modules)  # name -> full dotted name of what it was imported as
         self.annotated = annotated  # the cell writes a string annotation
         self.checked = set()  # attribute nodes checked as part of a longer dotted name
@@ -677,22 +352,6 @@ class _Reader(ast.NodeVisitor):
                                 "interpreter's internals")
 
 
-def _all_bound(source):
-    """Every name bound anywhere in a cell: arguments, locals, definitions, imports."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return set()
-    names = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-            names.add(node.id)
-        elif isinstance(node, ast.arg):
-            names.add(node.arg)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-    return names
-
 
 def _attribute_chain(node):
     """The attribute nodes of a chain: `torch.utils.data` and `torch.utils` of the first."""
@@ -742,26 +401,6 @@ def _annotations(node):
     return []
 
 
-def imported_names(sources):
-    """name -> full dotted name of each module or object that these cells' imports bind."""
-    modules = {}
-    for source in sources:
-        try:
-            tree = ast.parse(source)
-        except (SyntaxError, ValueError):
-            continue
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                for alias in node.names:
-                    top = alias.name.split(".")[0]
-                    modules[alias.asname or top] = alias.name if alias.asname else top
-            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                for alias in node.names:
-                    if alias.name != "*":
-                        modules[alias.asname or alias.name] = f"{node.module}.{alias.name}"
-    return modules
-
-
 def findings(source, policy=LabPolicy(), modules=None):
     """What the grader lists about one cell: ["line N: it ...", ...], in line order, no repeats.
 
@@ -776,7 +415,7 @@ def findings(source, policy=LabPolicy(), modules=None):
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []  # the kernel reports it when the cell runs; the cell defines nothing
     own = imported_names([source])
-    shadowed = _all_bound(source) - set(own)
+    shadowed = all_bound_names(source) - set(own)
     lab = {name: dotted for name, dotted in (modules or {}).items() if name not in shadowed}
     annotated = any(True for _ in annotation_strings(tree))
     reader = _Reader(policy, source, {**lab, **own}, annotated)
@@ -784,49 +423,50 @@ def findings(source, policy=LabPolicy(), modules=None):
     return [f"line {line}: {text}" for line, text in sorted(set(reader.found))]
 
 
-# In the student's kernel.
+# Which cells are the student's: one rule for the grader, Validate and the student's kernel.
 
 
-def lab_notebooks(folder):
-    """The lab notebooks in a folder: (policy, sources of their locked code cells, stripped).
+def student_cells(cells, locked):
+    """[(index, source)] of each code cell (dicts, as in a notebook's file) that a student wrote.
 
-    The policy is None when no notebook there has one (not a lab's folder).
+    A cell is the instructor's when its source is one of `locked` (the sources of the lab's
+    locked code cells) but for the whitespace around it, which changes none of the statements it
+    runs (IPython removes a cell's leading indent). The grader, Validate and the kernel decide
+    so alike, each from the locked cells it sees: the gradebook's, the notebook's, those of the
+    notebooks in the kernel's folder. A cell too large to be read is the student's.
     """
-    notebooks = []
-    for path in sorted(Path(folder).glob("*.ipynb")):
-        try:
-            notebooks.append(json.loads(path.read_text(encoding="utf-8")))
-        except (OSError, ValueError):
-            continue
-    with_policy = [nb for nb in notebooks if POLICY_KEY in nb.get("metadata", {}).get("course", {})]
-    policy = LabPolicy.from_metadata(with_policy[0]["metadata"]) if with_policy else None
-    return policy, set().union(*(locked_sources(nb) for nb in notebooks))
-
-
-def locked_sources(notebook):
-    """The sources, stripped, of the code cells that a lab notebook (a dict) locks."""
-    return {
-        _text(cell.get("source", "")).strip()
-        for cell in notebook.get("cells", [])
-        if cell.get("cell_type") == "code" and _locked(cell)
-    }
-
-
-def notebook_findings(notebook):
-    """[(index, source, findings)] for each code cell with findings that a lab notebook leaves
-    to its student (a dict, as read from its file)."""
-    policy = LabPolicy.from_metadata(notebook.get("metadata", {}))
-    locked = locked_sources(notebook)
-    modules = imported_names(locked)
+    instructors = {source.strip() for source in locked}
     listed = []
-    for index, cell in enumerate(notebook.get("cells", [])):
+    for index, cell in enumerate(cells):
         source = _text(cell.get("source", ""))
-        if cell.get("cell_type") != "code" or source.strip() in locked:
+        if cell.get("cell_type") != "code":
             continue
+        if len(source) > MAX_READ_CHARACTERS or source.strip() not in instructors:
+            listed.append((index, source))
+    return listed
+
+
+def student_findings(cells, locked, policy, modules=None):
+    """[(index, source, findings)] of each of the `student_cells` that has findings.
+
+    `modules` maps the names the lab's cells import; by default, those the `locked` cells import.
+    """
+    modules = imported_names(locked) if modules is None else modules
+    listed = []
+    for index, source in student_cells(cells, locked):
         cell_findings = findings(source, policy, modules)
         if cell_findings:
             listed.append((index, source, cell_findings))
     return listed
+
+
+def locked_sources(notebook):
+    """The sources of the code cells that a lab notebook (a dict) locks."""
+    return [
+        _text(cell.get("source", ""))
+        for cell in notebook.get("cells", [])
+        if cell.get("cell_type") == "code" and _locked(cell)
+    ]
 
 
 def _locked(cell):
@@ -839,6 +479,32 @@ def _text(source):
     return source if isinstance(source, str) else "".join(source)
 
 
+# In Validate and in the student's kernel.
+
+
+def notebook_findings(notebook):
+    """[(index, source, findings)] for each code cell with findings that a lab notebook leaves
+    to its student (a dict, as read from its file)."""
+    policy = LabPolicy.from_metadata(notebook.get("metadata", {}))
+    return student_findings(notebook.get("cells", []), locked_sources(notebook), policy)
+
+
+def lab_notebooks(folder):
+    """The lab notebooks in a folder: (policy, sources of their locked code cells).
+
+    The policy is None when no notebook there has one (not a lab's folder).
+    """
+    notebooks = []
+    for path in sorted(Path(folder).glob("*.ipynb")):
+        try:
+            notebooks.append(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError):
+            continue
+    with_policy = [nb for nb in notebooks if POLICY_KEY in nb.get("metadata", {}).get("course", {})]
+    policy = LabPolicy.from_metadata(with_policy[0]["metadata"]) if with_policy else None
+    return policy, [source for nb in notebooks for source in locked_sources(nb)]
+
+
 def finding_note(cell_findings):
     """What a student sees under a cell with findings."""
     lines = "\n".join(f"  {finding}" for finding in cell_findings)
@@ -847,15 +513,6 @@ def finding_note(cell_findings):
         "a call or an import the lab forbids breaks its rules all the same, and your instructor "
         f"may take points for it when grading by hand:\n{lines}\n"
     )
-
-
-def ipython_shell():
-    """The IPython shell this code runs in, or None (plain Python, or IPython not installed)."""
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return None
-    return get_ipython()
 
 
 def show_findings(folder="."):
@@ -867,11 +524,8 @@ def show_findings(folder="."):
     modules = imported_names(locked)
 
     def before_cell(info):
-        source = info.raw_cell or ""
-        if source.strip() in locked:
-            return
-        cell_findings = findings(source, policy, modules)
-        if cell_findings:
+        cell = {"cell_type": "code", "source": info.raw_cell or ""}
+        for _, _, cell_findings in student_findings([cell], locked, policy, modules):
             sys.stdout.write(finding_note(cell_findings))
 
     for callback in list(shell.events.callbacks["pre_run_cell"]):

@@ -14,6 +14,7 @@ from course.coursedir import paths
 CONFIG_FILE = "nbgrader_config.py"
 # How long a connection to a SQLite gradebook waits for another grader's write to end.
 SQLITE_BUSY_SECONDS = 600
+LOCKED_CELLS_KEY = "course_locked_cells"  # in the resources of an nbgrader step
 
 
 def configured_url(root=paths.ROOT):
@@ -47,3 +48,24 @@ def open_gradebook(root=paths.ROOT):
 def score_after_penalty(submission):
     """A submission's score less its late penalty (nbgrader's gradebook keeps them apart)."""
     return submission.score - (submission.late_submission_penalty or 0)
+
+
+def locked_cells(resources):
+    """grade_id -> source of each locked code cell of the notebook an nbgrader step is given.
+
+    The gradebook is read once for each pass of nbgrader over the notebook: the first step that
+    asks keeps the answer in `resources` for the next.
+    """
+    info = resources["nbgrader"]
+    key = (info["db_url"], info["assignment"], info["notebook"])
+    kept = resources.get(LOCKED_CELLS_KEY)
+    if kept is None or kept[0] != key:
+        with Gradebook(info["db_url"]) as gradebook:
+            notebook = gradebook.find_notebook(info["notebook"], info["assignment"])
+            cells = {
+                cell.name: cell.source
+                for cell in notebook.source_cells
+                if cell.locked and cell.cell_type == "code"
+            }
+        kept = resources[LOCKED_CELLS_KEY] = (key, cells)
+    return dict(kept[1])

@@ -12,7 +12,7 @@ import re
 
 import nbformat
 
-from utils.review import defined_names
+from utils.bindings import defined_names
 
 SOLUTION_MARKERS = re.compile(
     r"^[ \t]*(### (BEGIN|END) SOLUTION|=== (BEGIN|END) MARK SCHEME ===)[ \t]*\n?", re.MULTILINE

@@ -11,7 +11,7 @@ from pathlib import Path
 from course.coursedir import notebooks, paths
 from course.coursedir.nbgrader_run import nbgrader
 from course.coursedir.release import generate_release
-from utils.review import defined_names
+from utils.bindings import defined_names
 
 
 def solution_cells(assignment, root=paths.ROOT, cell_types=("code", "markdown")):

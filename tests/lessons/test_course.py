@@ -13,7 +13,7 @@ from nbgrader.validator import Validator
 from substance import exercise_share, function_units, notebook_units
 
 from course.coursedir import notebooks, paths, release
-from utils.review import bound_names, free_names
+from utils.bindings import bound_names, free_names
 
 SOLUTION_BLOCK = re.compile(r"### BEGIN SOLUTION(.*?)### END SOLUTION", re.DOTALL)
 HIDDEN_BLOCK = re.compile(r"### BEGIN HIDDEN TESTS(.*?)### END HIDDEN TESTS", re.DOTALL)

@@ -1,28 +1,30 @@
-"""The review of a student's cell: findings, never a verdict, and the names a cell binds and reads.
+"""The review of a student's cell: findings, never a verdict, for the cells a student wrote.
 
 Correct code in the usual styles of PyTorch has no finding; each reach into files, processes or
 the interpreter, and each call a lab or an exercise forbids, has one. A student sees, as a cell
 runs, the findings that the grader lists for the instructor, in the same words.
 """
 
+import json
 import re
 
 import pytest
 from catalogue import ASSIGNMENTS, idiomatic, mistakes
 from IPython.core.interactiveshell import InteractiveShell
+from nbformat.v4 import new_code_cell
 from traitlets.config import Config
 
 from course.coursedir import notebooks, paths
 from course.coursedir.scratch import fill, solution_cells
 from course.grading.preprocessors import findings as grading
+from utils.bindings import defined_names, imported_names
 from utils.review import (
+    MAX_READ_CHARACTERS,
     LabPolicy,
-    bound_names,
-    defined_names,
     finding_note,
     findings,
-    free_names,
-    imported_names,
+    notebook_findings,
+    student_cells,
 )
 
 
@@ -735,69 +737,6 @@ def test_every_lab_has_a_policy_whose_exercises_are_its_own():
         assert set(lab_policy(assignment).forbidden_in) <= defined, assignment
 
 
-# The names a cell binds and reads.
-
-BINDING_FORMS = """
-import utils.grading as helper_a
-from math import pi as helper_b
-for helper_c in []:
-    pass
-with open("/dev/null") as helper_d:
-    pass
-if (helper_e := 1):
-    pass
-try:
-    pass
-except ValueError as helper_f:
-    pass
-helper_g, (helper_h, helper_i) = 1, (2, 3)
-helper_j = helper_k = 0
-helper_l += 1
-helper_m: int = 0
-def helper_n():
-    helper_local = 1
-class helper_o:
-    helper_attribute = 1
-del helper_p
-"""
-
-
-def test_every_binding_form_of_a_cell_is_seen():
-    names = set(bound_names(BINDING_FORMS))
-    assert names == {f"helper_{letter}" for letter in "abcdefghijklmnop"}
-
-
-def test_a_cell_reads_the_names_its_functions_and_lambdas_need_from_outside():
-    source = (
-        "import torch\n"
-        "def f(x, *args, scale=1, **kwargs):\n"
-        "    inner = lambda y: y + offset\n"
-        "    return g(inner(x) * scale, torch)\n"
-        "class C:\n    size = width\n"
-        "total = f(value)\n"
-    )
-    assert free_names(source) == {"offset", "g", "width", "value"}
-
-
-def test_only_the_top_level_functions_and_classes_are_defined_names():
-    source = "def a():\n    def inner():\n        pass\nclass B:\n    pass\nc = 1\n"
-    assert defined_names(source) == {"a", "B"}
-
-
-def test_code_that_is_not_python_binds_and_reads_nothing():
-    broken = "def f(:\n"
-    assert bound_names(broken) == free_names(broken) == defined_names(broken) == set()
-
-
-def test_imported_names_map_each_alias_to_its_full_name():
-    sources = ["import torch\nimport torch.nn.functional as F\nfrom torch import nn as layers\n"]
-    assert imported_names(sources) == {
-        "torch": "torch",
-        "F": "torch.nn.functional",
-        "layers": "torch.nn",
-    }
-
-
 # The same words in the student's kernel.
 
 STUDENT_CELLS = {
@@ -859,3 +798,79 @@ def test_the_note_under_a_cell_says_a_forbidden_call_may_cost_points_by_hand():
     note = finding_note(["line 2: it calls softmax, which this lab forbids"])
     assert "The tests give your points" in note and "may take points for it" in note
     assert note.endswith("  line 2: it calls softmax, which this lab forbids\n")
+
+
+# Which cells are the student's: one rule (`student_cells`) for the grader, Validate and the kernel.
+
+
+def test_a_cell_is_the_instructors_when_it_is_a_locked_one_but_for_the_whitespace_around_it():
+    locked = ["print(1)\n"]
+    cells = [
+        {"cell_type": "code", "source": "\n\nprint(1)\n  \n"},  # blank lines around it
+        {"cell_type": "code", "source": ["print(1)\n", "import os\n"]},  # a line added
+        {"cell_type": "code", "source": "    print(1)\n"},  # indented: IPython runs it alike
+        {"cell_type": "markdown", "source": "import os\n"},
+        {"cell_type": "code", "source": "print(1)" + " " * MAX_READ_CHARACTERS},  # too large
+    ]
+    assert [index for index, _ in student_cells(cells, locked)] == [1, 4]
+    assert student_cells(cells, locked)[0] == (1, "print(1)\nimport os\n")
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_a_released_lab_has_no_finding_against_its_gradebook_hidden_tests_and_all(assignment):
+    released = notebooks.read(paths.RELEASE / assignment / paths.lab_filename(assignment))
+    gradebook = locked_cells(notebooks.read(paths.source_lab(assignment)))
+    assert any("### BEGIN HIDDEN TESTS" in source for source in gradebook.values())
+    assert grading.submission_findings(released, gradebook, lab_policy(assignment)) == []
+
+
+AROUND_A_LOCKED_CELL = {  # what a student does to the text of the visible test of softmax
+    "blank lines around it": (lambda source: f"\n\n{source}\n  \n", False),
+    "a line added": (lambda source: f"{source.rstrip()}\nimport os\n", True),
+}
+SOFTMAX_CALLED = "it calls softmax, which this lab forbids"
+
+
+@pytest.mark.parametrize(
+    ("change", "listed"), AROUND_A_LOCKED_CELL.values(), ids=AROUND_A_LOCKED_CELL.keys()
+)
+def test_the_grader_validate_and_the_kernel_decide_alike_about_a_copy_of_a_locked_cell(
+    change, listed, shell, tmp_path, monkeypatch, capsys
+):
+    # The visible test calls torch.softmax, which the lab forbids its students. A student copies it
+    # into a cell of their own. The grader reads the copy against the gradebook's locked cells,
+    # Validate against the notebook's, the kernel as it runs against those of its folder: blank
+    # lines around the text change none of what it runs, so none of them lists it (the grader did,
+    # when it compared exact text); a line added, all three list alike.
+    assignment = "01_softmax"
+    filename = paths.lab_filename(assignment)
+    nb = notebooks.read(paths.RELEASE / assignment / filename)
+    grade_ids = [notebooks.nbgrader_meta(cell).get("grade_id") for cell in nb.cells]
+    visible = nb.cells[grade_ids.index("test_softmax_visible")].source
+    own = findings(visible, lab_policy(assignment), lab_modules(assignment))
+    assert any(finding.endswith(SOFTMAX_CALLED) for finding in own)
+    nb.cells.append(new_code_cell(change(visible)))
+    gradebook = locked_cells(notebooks.read(paths.source_lab(assignment)))
+    graded = grading.submission_findings(nb, gradebook, lab_policy(assignment))
+    notebooks.write(nb, tmp_path / filename)
+    validated = notebook_findings(json.loads((tmp_path / filename).read_text(encoding="utf-8")))
+    monkeypatch.chdir(tmp_path)
+    shell.run_cell("from utils.review import show_findings\nshow_findings()\n")
+    capsys.readouterr()
+    shell.run_cell(change(visible))
+    shown = [line.strip() for line in capsys.readouterr().out.splitlines() if line[:7] == "  line "]
+    assert bool(shown) == listed
+    assert any(line.endswith("imports os, which this lab does not use") for line in shown) == listed
+    assert [finding.split(", ", 1)[1] for finding in graded] == shown
+    assert [found for _, _, cell_findings in validated for found in cell_findings] == shown
+
+
+def test_a_locked_cell_changed_only_in_whitespace_is_the_instructors_for_the_grader_too():
+    assignment = "01_softmax"
+    nb = notebooks.read(paths.RELEASE / assignment / paths.lab_filename(assignment))
+    for cell in nb.cells:
+        if notebooks.nbgrader_meta(cell).get("locked"):
+            cell.source = f"\n{cell.source}\n\n"
+    gradebook = locked_cells(notebooks.read(paths.source_lab(assignment)))
+    assert grading.submission_findings(nb, gradebook, lab_policy(assignment)) == []
+    assert notebook_findings(nb) == []

@@ -1,8 +1,8 @@
 """Findings about each student cell, for the instructor: listed beside the grade, never scored.
 
 Every cell a student wrote runs, as written; its points come only from what the tests compute
-(`judge`, outside the kernel). Before it runs, the grader reads each code cell
-that is not the instructor's (checked against the gradebook) with `utils.review.findings`,
+(`judge`, outside the kernel). Before it runs, the grader reads each code cell that is not the
+instructor's (`utils.review.student_cells`, against the gradebook) with `utils.review.findings`,
 under the lab's policy from the instructor's source notebook (`course.lab_policy` in its
 metadata): imports outside the lab's modules, calls the lab or the exercise forbids, reaches
 into files, processes or the interpreter, and code run from a string or a pickle (`eval`,
@@ -18,32 +18,15 @@ review, is what holds a submission.
 
 import json
 
-from nbgrader.api import Gradebook
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-from course.coursedir.notebooks import nbgrader_meta
-from utils.review import LabPolicy, findings, imported_names
+from course.coursedir.gradebook_db import locked_cells
+from course.coursedir.notebooks import nbgrader_meta, remove_hidden_tests
+from utils.bindings import imported_names
+from utils.review import LabPolicy, student_findings
 
 FINDINGS_KEY = "course_findings"
-
-
-def instructor_cells(resources):
-    """grade_id -> source of each locked code cell of this notebook in the gradebook."""
-    info = resources["nbgrader"]
-    with Gradebook(info["db_url"]) as gradebook:
-        notebook = gradebook.find_notebook(info["notebook"], info["assignment"])
-        return {
-            cell.name: cell.source
-            for cell in notebook.source_cells
-            if cell.locked and cell.cell_type == "code"
-        }
-
-
-def is_instructor_cell(cell, instructor):
-    """True for a code cell whose source is the gradebook's locked cell of the same grade_id."""
-    grade_id = nbgrader_meta(cell).get("grade_id")
-    return grade_id in instructor and cell.source == instructor[grade_id]
 
 
 def lab_policy(coursedir, assignment, notebook):
@@ -58,13 +41,18 @@ def lab_policy(coursedir, assignment, notebook):
 
 
 def submission_findings(nb, instructor, policy):
-    """["<grade_id or cell N>, line L: it ...", ...] for every code cell the student wrote."""
-    listed, modules = [], imported_names(instructor.values())
-    for index, cell in enumerate(nb.cells):
-        if cell.cell_type != "code" or is_instructor_cell(cell, instructor):
-            continue
-        where = nbgrader_meta(cell).get("grade_id") or f"cell {index + 1}"
-        listed.extend(f"{where}, {finding}" for finding in findings(cell.source, policy, modules))
+    """["<grade_id or cell N>, line L: it ...", ...] for every code cell the student wrote.
+
+    `instructor` maps grade_id -> source of the lab's locked code cells in the gradebook, hidden
+    tests included. The student's copy has them without: both are the instructor's, and the
+    names the lab's cells import are those the student's kernel runs.
+    """
+    seen = [remove_hidden_tests(source) for source in instructor.values()]
+    locked = [*instructor.values(), *seen]
+    listed = []
+    for index, _, found in student_findings(nb.cells, locked, policy, imported_names(seen)):
+        where = nbgrader_meta(nb.cells[index]).get("grade_id") or f"cell {index + 1}"
+        listed.extend(f"{where}, {finding}" for finding in found)
     return listed
 
 
@@ -76,7 +64,7 @@ class ListFindings(NbGraderPreprocessor):
         info = resources["nbgrader"]
         coursedir = CourseDirectory(config=self.config)
         policy = lab_policy(coursedir, info["assignment"], info["notebook"])
-        nb.metadata[FINDINGS_KEY] = submission_findings(nb, instructor_cells(resources), policy)
+        nb.metadata[FINDINGS_KEY] = submission_findings(nb, locked_cells(resources), policy)
         for finding in nb.metadata[FINDINGS_KEY]:
             self.log.info("Finding: %s", finding)
         return nb, resources

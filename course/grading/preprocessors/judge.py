@@ -37,11 +37,11 @@ from jupyter_core.utils import run_sync
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat.v4 import new_output
 
+from course.coursedir.gradebook_db import locked_cells
 from course.coursedir.notebooks import HIDDEN_TESTS, is_test, nbgrader_meta
 from course.grading.channels import READY_SECONDS
 from course.grading.kernels.cpu_time import kernel_cpu_seconds
 from course.grading.preprocessors.execute import ForkingExecute
-from course.grading.preprocessors.findings import instructor_cells
 from course.grading.preprocessors.output_budget import MAX_OUTPUT_MESSAGE_BYTES, BudgetedOutputs
 from course.grading.remote import wire
 from course.grading.remote.client import (
@@ -52,8 +52,8 @@ from course.grading.remote.client import (
     Remote,
     budgeted_session,
 )
+from utils.bindings import bound_names, free_names
 from utils.grading import statement_at
-from utils.review import bound_names, free_names
 
 BUILTIN_NAMES = frozenset(dir(builtins))
 DROPPED_OUTPUT = (
@@ -105,7 +105,7 @@ class JudgeExecute(BudgetedOutputs, ForkingExecute):
 
     def preprocess(self, nb, resources, km=None):
         """Execute the notebook: student and locked cells in the kernel, test cells here."""
-        self.trusted = instructor_cells(resources)
+        self.trusted = locked_cells(resources)
         self.namespace = {"__name__": "__main__"}
         self.replay = []  # (source, locked) of each cell that ran without error
         self.trusted_names = set()
