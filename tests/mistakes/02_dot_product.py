@@ -6,6 +6,13 @@ from catalogue import with_replacements as _with
 # Correct answers; each mistake below changes one part of one of them.
 _SCORES = '''
 def packed_scores(queries, keys):
+    if not queries or len(queries) != len(keys):
+        raise ValueError("queries and keys must be two non-empty lists of the same length")
+    if min(len(k) for k in keys) == 0:
+        raise ValueError("every sequence needs at least one key")
+    tensors = [*queries, *keys]
+    if len({t.shape[1:] for t in tensors}) != 1 or any(t.dim() != 2 for t in tensors):
+        raise ValueError("queries and keys must all be (L, d_k) with one d_k")
     padded_queries = pad_sequence(queries, batch_first=True)
     padded_keys = pad_sequence(keys, batch_first=True)
     scores = torch.bmm(padded_queries, padded_keys.transpose(1, 2))
@@ -15,11 +22,16 @@ def packed_scores(queries, keys):
 
 _ATTENTION = '''
 def packed_attention(queries, keys, values):
+    if len(values) != len(keys) or any(len(v) != len(k) for v, k in zip(values, keys)):
+        raise ValueError("values must hold one value per key")
     weights = torch.softmax(packed_scores(queries, keys), dim=-1)
     context = torch.bmm(weights, pad_sequence(values, batch_first=True))
     return [(context[n, :len(q)], weights[n, :len(q), :len(k)])
             for n, (q, k) in enumerate(zip(queries, keys))]
 '''
+
+# The catalogue's correct answers, by cell: each gets every point (tests/lessons/test_autograde.py).
+BASES = {"packed_scores": _SCORES, "packed_attention": _ATTENTION}
 
 MISTAKES = [
     Mistake("scores_padding_not_masked", "packed_scores",
@@ -47,11 +59,6 @@ MISTAKES = [
             "it looks like you multiplied the keys by the queries"),
     Mistake("scores_scaled_too_early", "packed_scores",
             _with(_SCORES,
-                  "def packed_scores(queries, keys):\n", '''\
-def packed_scores(queries, keys):
-    if not queries or len(queries) != len(keys):
-        raise ValueError("queries and keys must be two non-empty lists of the same length")
-''',
                   "torch.bmm(padded_queries, padded_keys.transpose(1, 2))",
                   "padded_queries @ padded_keys.transpose(1, 2) / padded_keys.shape[-1] ** 0.5"),
             "it looks like you scaled the scores by 1/sqrt(d_k)"),
