@@ -4,7 +4,8 @@ A test declares what it needs: `pytestmark = pytest.mark.slow` at the top of a f
 test needs it, `@pytest.mark.slow` on a single test (`make quick` leaves both out). This plugin
 (loaded by tests/conftest.py) notes each program a test starts, in its call and in the setup of
 its fixtures (a fixture shared by several tests is charged to each of them), and fails a test
-that is marked neither slow nor hub and started one of PROGRAMS: "mark it slow: it starts ...".
+that is marked neither slow nor hub and started one of PROGRAMS, or a `python -c` that imports
+torch (seconds of start-up): "mark it slow: it starts ...".
 
 Python's audit hooks see every `subprocess.Popen` (asyncio's subprocesses too), `os.posix_spawn`,
 `os.spawn*`, `os.system` and `os.exec*`. A kernel forked by the course's zygote starts no
