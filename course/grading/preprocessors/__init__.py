@@ -4,6 +4,7 @@
 test cells, `findings` lists what each student cell uses, `judge` runs the notebook (test cells
 in the grader, against the kernel), `pages` cleans what a page shows, `output_limits` cuts every
 output, `regrade` keeps hand grades, and `autograde_log` reports each failed test and finding;
-`feedback` writes the feedback page (with `mathml`'s math and `templates/`). Imports
-`course.coursedir`, `kernels` and `remote`.
+`feedback` writes the feedback page (with `mathml`'s math and `templates/`); `execute` is the
+base of `judge`, nbgrader's Execute with forked, sandboxed kernels. Imports `course.coursedir`,
+`channels`, `kernels` and `remote`.
 """
