@@ -80,3 +80,27 @@ def test_workers_get_the_sandbox_setting_as_nbgrader_configuration(sandboxed, mo
     assert options == ([] if sandboxed else ["--ForkingExecute.sandbox=False"])
     monkeypatch.chdir(paths.ROOT)  # where nbgrader_config.py is
     assert JudgeExecute(config=pool.nbgrader_api(options).config).sandbox is sandboxed
+
+
+def test_the_machine_is_probed_once_and_refuses_what_cannot_bound_a_sandbox(monkeypatch):
+    from course.grading.kernels import cgroups, probe
+
+    found = {"probe": (True, ""), "mode": cgroups.Mode(cgroups.V2, "delegated")}
+    asked = []
+    monkeypatch.setattr(probe, "probe", lambda: asked.append("probe") or found["probe"])
+    monkeypatch.setattr(cgroups, "mode", lambda: asked.append("mode") or found["mode"])
+    machine = pool.prepare_machine()
+    assert machine.ok and machine.limits == found["mode"].describe() and asked == ["probe", "mode"]
+    found["mode"] = cgroups.Mode(cgroups.RLIMITS, "no group is delegated")
+    refused = pool.prepare_machine()
+    assert (refused.ok, refused.refusal, refused.reason) == (
+        False,
+        pool.NO_CONTROL_GROUP,
+        "no group is delegated",
+    )
+    accepted = pool.prepare_machine(per_process_limits=True)
+    assert accepted.ok and accepted.limits.startswith("sandbox limits: rlimits")
+    found["probe"] = (False, "user namespaces are disabled")
+    assert pool.prepare_machine() == pool.Machine(
+        pool.CANNOT_SANDBOX, "user namespaces are disabled", ""
+    )
