@@ -575,6 +575,8 @@ def show_failures_first():
     def show(shell, kind, error, tb, tb_offset=None):
         lines = failure_lines(error)
         lines[0] = "\x1b[0;31m" + lines[0].replace(":", ":\x1b[0m", 1)
+        # IPython's showtraceback shows its own formatting; _showtraceback, which ipykernel
+        # overrides, sends these lines as the cell's error (test_third_party_hooks.py)
         shell._showtraceback(kind, error, ["\n".join(lines)])
         return lines
 

@@ -138,11 +138,11 @@ class ForkProvisioner(LocalProvisioner):
         self.process = ForkedProcess(pid)
         self.pid = self.pgid = pid
         self.cwd = request["cwd"]
-        if sandboxed and await self._answers():
-            self._pin_sockets()
+        if sandboxed and await self.kernel_answers():
+            self.pin_kernel_sockets()
         return self.connection_info
 
-    def _pin_sockets(self):
+    def pin_kernel_sockets(self):
         """Hold the kernel's sockets, and point the manager (and so its clients) at links to them.
 
         The kernel answers only once it has made its sockets, and it runs no student code before
@@ -159,7 +159,7 @@ class ForkProvisioner(LocalProvisioner):
         manager.ip = str(links / name)
         self.connection_info = manager.get_connection_info()
 
-    async def _answers(self):
+    async def kernel_answers(self):
         """True once the kernel answers; else False, and the kernel is dead (killed if it hung)."""
         # A session of its own: a client sharing the manager's would share its socket identity,
         # and the kernel would then ignore the one that nbclient reconnects after a restart.
