@@ -25,6 +25,8 @@ class AdditiveScore(nn.Module):
 
 _MULTI_HOP = '''
 def multi_hop(scorer, query, keys, values, hops):
+    if isinstance(hops, bool) or not isinstance(hops, int) or hops < 1:
+        raise ValueError(f"hops must be a positive integer, got {hops!r}")
     projected_keys = scorer.precompute(keys)
     every_step = []
     for _ in range(hops):
@@ -33,6 +35,9 @@ def multi_hop(scorer, query, keys, values, hops):
         every_step.append(weights)
     return query, torch.stack(every_step, dim=1)
 '''
+
+# The catalogue's correct answers, by cell: each gets every point (tests/lessons/test_autograde.py).
+BASES = {"additive_score": _ADDITIVE, "multi_hop": _MULTI_HOP}
 
 MISTAKES = [
     Mistake("additive_query_not_unsqueezed", "additive_score",
