@@ -101,6 +101,20 @@ def test_a_submission_swapped_for_a_link_is_not_collected(course, caplog):
     assert not (course_folder / "submitted" / ME / LAB).exists()
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="another user's folder is made with chown")
+def test_a_newer_folder_made_in_a_students_name_by_another_user_leaves_theirs_collected(
+    course, caplog
+):
+    course_folder, inbound = course
+    (submission(inbound, "10:00:00") / "notes.txt").write_text("mine")
+    planted = submission(inbound, "11:00:00")
+    (planted / "notes.txt").write_text("planted")
+    os.chown(planted, 65534, 65534)  # as if another user had made it
+    lines = collect(course_folder, inbound, caplog)
+    assert any(f"made by {course_exchange.owner(planted)}" in line for line in lines), lines
+    assert (course_folder / "submitted" / ME / LAB / "notes.txt").read_text() == "mine"
+
+
 def test_nbgraders_ignored_names_are_still_left_behind(course, caplog):
     course_folder, inbound = course
     folder = submission(inbound, "12:00:00")

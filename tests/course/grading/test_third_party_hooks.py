@@ -19,7 +19,8 @@ HOOKS must hold a row for each, and each row must still be found there (no stale
 names the library function that must still use the member: a class is no caller. requirements.txt
 pins these libraries; the behaviour of the hooks that carry security weight is tested where it
 matters (remote/test_client.py: an oversized message part refused by the replaced unpack;
-tests/deploy/test_course_exchange.py: a planted folder never chosen over a student's own).
+tests/deploy/test_course_exchange.py: a newer folder made in a student's name by another
+user leaves the student's own collected).
 """
 
 import ast
