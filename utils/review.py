@@ -44,7 +44,7 @@ from utils.review_rules import (
     reaches,
     runs_code,
 )
-from utils.shell import ipython_shell
+from utils.shell import as_run, ipython_shell
 
 POLICY_KEY = "lab_policy"  # in a lab notebook's metadata, under "course"
 MAX_READ_CHARACTERS = 100_000  # of a cell the review reads: a lab's longest answer is 8 000
@@ -405,11 +405,13 @@ def findings(source, policy=LabPolicy(), modules=None):
     """What the grader lists about one cell: ["line N: it ...", ...], in line order, no repeats.
 
     `modules` maps the names that the lab's own cells import (`imported_names`) to what they are.
-    A cell over MAX_READ_CHARACTERS is not read (its parse would take ~400 bytes a character).
+    A cell is read as IPython runs it (`as_run`: an indented cell, a magic, a shell line). A cell
+    over MAX_READ_CHARACTERS is not read (its parse would take ~400 bytes a character).
     """
     if len(source) > MAX_READ_CHARACTERS:
         return [f"line 1: it is too large to be read ({len(source):,} characters; cells of up to "
                 f"{MAX_READ_CHARACTERS:,} are read), so what it calls is not listed"]
+    source = as_run(source)
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):

@@ -212,6 +212,22 @@ REACHES = {
         "import os\n",
         "line 1: it imports os, which this lab does not use",
     ),
+    "an indented cell, which IPython runs unindented": (
+        "    import os\n    pid = os.getpid()\n",
+        "line 1: it imports os, which this lab does not use",
+    ),
+    "a shell line": (
+        "scale = 1\n!cat /etc/passwd\n",
+        "line 2: it calls get_ipython, which reaches the interpreter or files",
+    ),
+    "a line magic": (
+        "%time hidden = 1\n",
+        "line 1: it calls get_ipython, which reaches the interpreter or files",
+    ),
+    "a cell magic": (
+        "%%bash\ncat /etc/passwd\n",
+        "line 1: it calls get_ipython, which reaches the interpreter or files",
+    ),
     "from torch import hub": (
         "from torch import hub\n",
         "line 1: it uses torch.hub, which reaches files, processes or the interpreter",
