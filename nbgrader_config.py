@@ -69,8 +69,10 @@ c.LimitOutputSize.max_cell_characters = 2_000_000  # all of a cell's outputs, fi
 c.LimitOutputSize.max_notebook_characters = 20_000_000  # all of a notebook's outputs
 
 # The pages that show a submission, the formgrader's and the feedback, clean and cut it again
-# (a notebook autograded before these steps existed), and sanitize any HTML left.
+# (a notebook autograded before these steps existed), and sanitize any HTML left. A code cell
+# over 200 000 characters is shown cut, saying where the whole is; over 100 000, unhighlighted.
 c.HTMLExporter.preprocessors = [
+    "course.grading.preprocessors.pages.CutLongCode",
     "course.grading.preprocessors.pages.CleanSubmission",
     "course.grading.preprocessors.pages.ShowFindings",
     "course.grading.preprocessors.output_limits.LimitOutputSize",
@@ -81,6 +83,7 @@ c.HTMLExporter.sanitize_html = True
 c.HTMLExporter.filters = {
     "strip_files_prefix": "course.grading.preprocessors.mathml.strip_files_prefix_with_mathml",
     "clean_html": "course.grading.preprocessors.mathml.clean_html_keeping_mathml",
+    "highlight_code": "course.grading.preprocessors.pages.BoundedHighlight2HTML",
 }
 c.HTMLExporter.extra_template_basedirs = mathml.TEMPLATE_BASEDIRS
 

@@ -23,6 +23,7 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import List
 
 from course.grading.preprocessors.findings import FINDINGS_KEY
+from course.grading.preprocessors.output_limits import size_text
 
 SHOWN_OUTPUT_TYPES = ("text/plain", "text/latex", "image/png", "image/jpeg")
 BASE64_IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif")
@@ -44,6 +45,13 @@ MAX_MARKDOWN_CHARACTERS = 100_000
 # A longer code cell is shown as plain text: pygments takes minutes and 40 times its size in HTML
 # on a cell of a few megabytes.
 MAX_HIGHLIGHT_CHARACTERS = 100_000
+# A page shows this much of a code cell, and says where the rest can be read: a cell of
+# megabytes would make a page of as many, for a browser to lay out.
+MAX_SHOWN_CODE_CHARACTERS = 200_000
+CUT_CODE_NOTE = (
+    "\n# [This page shows the first {shown} characters of this cell; {rest} more are cut here, "
+    "on the page only. The whole cell, as it ran: cell {number} of {where}.]"
+)
 AS_TEXT_NOTE = (
     "*(This cell holds HTML, a link or an image that a page could run or fetch, so it is shown "
     "as text.)*"
@@ -95,8 +103,24 @@ class BoundedHighlight:
     def __call__(self, source, language=None, metadata=None):
         """The HTML of a code cell's source."""
         if len(source) > MAX_HIGHLIGHT_CHARACTERS:
-            return f'<div class="highlight"><pre>{html.escape(source, quote=False)}</pre></div>'
+            return plain_code_html(source)
         return self.highlight(source, language, metadata)
+
+
+class BoundedHighlight2HTML(Highlight2HTML):
+    """The `highlight_code` filter that the configuration gives every page (the formgrader's):
+    a cell over MAX_HIGHLIGHT_CHARACTERS is shown as plain, escaped text."""
+
+    def __call__(self, source, language=None, metadata=None):
+        """The HTML of a code cell's source."""
+        if len(source) > MAX_HIGHLIGHT_CHARACTERS:
+            return plain_code_html(source)
+        return super().__call__(source, language, metadata)
+
+
+def plain_code_html(source):
+    """A code cell's source as escaped text, unhighlighted."""
+    return f'<div class="highlight"><pre>{html.escape(source, quote=False)}</pre></div>'
 
 
 def bounded_highlight(exporter, nb):
@@ -104,7 +128,26 @@ def bounded_highlight(exporter, nb):
     language = nb.metadata.get("language_info", {})
     lexer = language.get("pygments_lexer", language.get("name"))
     highlight = exporter.filters.get("highlight_code")
-    return BoundedHighlight(highlight or Highlight2HTML(pygments_lexer=lexer, parent=exporter))
+    if not isinstance(highlight, Highlight2HTML):  # none, or the configuration's name of one
+        highlight = Highlight2HTML(pygments_lexer=lexer, parent=exporter)
+    return BoundedHighlight(highlight)
+
+
+class CutLongCode(PageStep):
+    """Show a page's reader the first MAX_SHOWN_CODE_CHARACTERS of a longer code cell, and where
+    the whole cell is: the notebook's file, which stays as it was graded."""
+
+    def preprocess_cell(self, cell, resources, index):
+        """Cut one code cell, for this page only."""
+        if cell.cell_type == "code" and len(cell.source) > MAX_SHOWN_CODE_CHARACTERS:
+            where = resources.get("notebook_path") or "the notebook as it was submitted"
+            rest = len(cell.source) - MAX_SHOWN_CODE_CHARACTERS
+            note = CUT_CODE_NOTE.format(
+                shown=f"{MAX_SHOWN_CODE_CHARACTERS:,}", rest=size_text(rest), number=index + 1,
+                where=where,
+            )
+            cell.source = cell.source[:MAX_SHOWN_CODE_CHARACTERS] + note
+        return cell, resources
 
 
 class ShowFindings(PageStep):

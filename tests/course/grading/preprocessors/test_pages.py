@@ -34,6 +34,7 @@ from course.grading.preprocessors.output_limits import (
 from course.grading.preprocessors.pages import (
     AS_TEXT_NOTE,
     MAX_MARKDOWN_CHARACTERS,
+    MAX_SHOWN_CODE_CHARACTERS,
     CleanSubmission,
     markdown_is_inert,
 )
@@ -532,3 +533,44 @@ def test_a_markdown_cell_too_large_to_render_is_shown_as_text_unrendered():
     cleaned, _ = CleanSubmission().preprocess(nb, {})
     assert cleaned.cells[0].source.startswith(AS_TEXT_NOTE)
     assert within in cleaned.cells[0].source
+
+
+PAGE_MEMORY_BYTES = 256 * 2**20  # what the formgrader may hold to render a submission's page
+
+
+def formgrader_page(nb, config, notebook_path):
+    """A submission's page as the formgrader renders it: its template, its resources."""
+    config = copy.deepcopy(config)
+    config.HTMLExporter.template_name = "formgrade"
+    resources = {"assignment_id": LAB, "notebook_id": f"{LAB}_lab", "submission_id": "s1",
+                 "index": 0, "total": 1, "base_url": "", "student": "ada", "last_name": "",
+                 "first_name": "", "notebook_path": notebook_path}  # fmt: skip
+    return HTMLExporter(config=config).from_notebook_node(nb, resources=resources)[0]
+
+
+def test_the_formgrader_shows_a_4_mb_code_cell_cut_unhighlighted_and_says_where_it_is(
+    course_config,
+):
+    import time
+    import tracemalloc
+
+    huge = "CONSTANTS = [" + "1, " * (4_000_000 // 3) + "]  # the end\n"
+    nb = new_notebook(cells=[new_code_cell("x = 1  # small"), new_code_cell(huge)])
+    path = "course/autograded/ada/01_softmax/01_softmax_lab.ipynb"
+    tracemalloc.start()
+    started = time.process_time()
+    try:
+        html = formgrader_page(nb, course_config, path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    print(f"a 4 MB code cell's formgrader page: {len(html) / 1e6:.2f} MB of HTML, "
+          f"{time.process_time() - started:.1f} s of CPU time, {peak / 2**20:.0f} MiB at peak")
+    assert '<span class="n">x</span>' in html  # a small cell is highlighted
+    assert html.count('<span class="mi">1</span>') == 1  # the small cell's: the long one is plain
+    assert "CONSTANTS = [1, 1, 1," in html and "# the end" not in html
+    assert f"The whole cell, as it ran: cell 2 of {path}." in html
+    assert "3.8 MB more are cut here, on the page only" in html
+    assert len(html) < 2 * MAX_SHOWN_CODE_CHARACTERS + 200_000  # the page itself, and the cut
+    assert peak < PAGE_MEMORY_BYTES
+    assert nb.cells[1].source == huge  # what is graded stays whole
