@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from control_groups import undelegate
+from forked_kernels import unmount_socket_folders
 
 from course.grading.kernels import cgroups, policy, probe, sandbox, socket_folder
 
@@ -46,10 +47,7 @@ def test_a_course_installed_under_tmp_is_readable_inside_a_private_tmp(tmp_path,
 def no_socket_folder_left_mounted(tmp_path):
     """Unmount whatever socket folder a test left mounted in its folder, even one that failed."""
     yield
-    for line in Path("/proc/self/mountinfo").read_text().splitlines():
-        mount_point = line.split()[4]
-        if mount_point.startswith(f"{tmp_path}/"):
-            socket_folder.remove_socket_folder(mount_point)
+    unmount_socket_folders(tmp_path)
 
 
 def sandboxed_look(tmp_path, look, group=None):

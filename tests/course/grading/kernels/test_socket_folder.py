@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import zmq
+from forked_kernels import unmount_socket_folders
 
 from course.grading.kernels import socket_folder
 
@@ -16,10 +17,7 @@ from course.grading.kernels import socket_folder
 def no_socket_folder_left_mounted(tmp_path):
     """Unmount whatever socket folder a test left mounted in its folder, even one that failed."""
     yield
-    for line in Path("/proc/self/mountinfo").read_text().splitlines():
-        mount_point = line.split()[4]
-        if mount_point.startswith(f"{tmp_path}/"):
-            socket_folder.remove_socket_folder(mount_point)
+    unmount_socket_folders(tmp_path)
 
 
 def plant_links_and_a_deep_tree(ipc_dir, target, depth):

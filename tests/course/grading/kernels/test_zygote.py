@@ -10,19 +10,12 @@ import time
 
 import psutil
 import pytest
+from forked_kernels import DEADLINE, kernel_parent, kernel_request
 from jupyter_client.provisioning import KernelProvisionerFactory
 
 from course.grading.kernels import cgroups, provisioner, socket_folder, zygote
 
 pytestmark = pytest.mark.slow  # kernels forked from a zygote that imports torch
-DEADLINE = 60  # a killed kernel has ended by then, however loaded the host
-
-
-def kernel_request(tmp_path, name):
-    """A request for an unsandboxed kernel whose connection file is tmp_path/name.json."""
-    argv = [sys.executable, "-m", "ipykernel_launcher", "-f", str(tmp_path / f"{name}.json")]
-    environment = {"PATH": os.environ["PATH"], "HOME": str(tmp_path)}
-    return {"argv": argv, "cwd": str(tmp_path), "env": environment, "sandbox": False}
 
 
 def ask(connection, request):
@@ -143,11 +136,6 @@ def test_the_iri_checker_is_not_imported_and_notebooks_still_validate():
 )
 def test_a_kernel_gets_its_own_arguments_not_the_launcher_module(command, arguments):
     assert zygote.kernel_arguments(command) == arguments
-
-
-def kernel_parent(pid):
-    """The parent of process `pid` (a forked kernel's zygote)."""
-    return psutil.Process(pid).ppid()
 
 
 # A zygote whose kernels take request["delay"] seconds to report, as a slow sandbox would, or

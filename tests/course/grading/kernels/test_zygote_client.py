@@ -2,22 +2,13 @@
 
 import os
 import signal
-import sys
 
-import psutil
 import pytest
+from forked_kernels import DEADLINE, kernel_parent, kernel_request
 
 from course.grading.kernels import provisioner, zygote, zygote_client
 
 pytestmark = pytest.mark.slow  # kernels forked from a zygote that imports torch
-DEADLINE = 60  # a killed kernel has ended by then, however loaded the host
-
-
-def kernel_request(tmp_path, name):
-    """A request for an unsandboxed kernel whose connection file is tmp_path/name.json."""
-    argv = [sys.executable, "-m", "ipykernel_launcher", "-f", str(tmp_path / f"{name}.json")]
-    environment = {"PATH": os.environ["PATH"], "HOME": str(tmp_path)}
-    return {"argv": argv, "cwd": str(tmp_path), "env": environment, "sandbox": False}
 
 
 def test_a_worker_whose_shared_zygote_has_gone_goes_on_with_its_own(tmp_path, monkeypatch):
@@ -37,8 +28,3 @@ def test_a_worker_whose_shared_zygote_has_gone_goes_on_with_its_own(tmp_path, mo
     own.connection.close()
     assert own.process.wait(60) == 0
     assert provisioner.exited(second, DEADLINE)
-
-
-def kernel_parent(pid):
-    """The parent of process `pid` (a forked kernel's zygote)."""
-    return psutil.Process(pid).ppid()
