@@ -281,6 +281,16 @@ def train(model, ids, steps, batch_size=16, length=33, lr=3e-3, seed=0):
     return losses
 '''
 
+# The catalogue's correct answers, by cell: each gets every point (tests/lessons/test_autograde.py).
+BASES = {
+    "next_token_loss": _NEXT_TOKEN_LOSS,
+    "generate": _GENERATE,
+    "parts": _PARTS,
+    "gqa": _GQA,
+    "gpt": _GPT,
+    "train": _TRAIN,
+}
+
 MISTAKES = [
     Mistake(
         name="loss_not_shifted",
