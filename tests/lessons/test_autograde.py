@@ -150,3 +150,9 @@ def test_catalogue_has_three_mistakes_per_graded_function(assignment):
         assert counts[grade_id] >= 3, (
             f"{assignment}: only {counts[grade_id]} mistakes for {grade_id}"
         )
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_each_cell_with_mistakes_has_its_correct_answer_in_bases(assignment):
+    missing = {mistake.cell for mistake in mistakes(assignment)} - set(bases(assignment))
+    assert not missing, f"{assignment}: no correct answer in BASES for {sorted(missing)}"
