@@ -15,6 +15,7 @@ instructor:
   deployment_id, linked_by, time}`.
 """
 
+import contextlib
 import json
 import os
 from dataclasses import asdict, dataclass, fields
@@ -88,8 +89,9 @@ def lti_folder(root, owner=None):
     makes it."""
     folder = Path(root) / LTI_FOLDER
     if not folder.is_dir():
-        folder.mkdir(mode=0o700)
-        hand_over(owner, folder)
+        with contextlib.suppress(FileExistsError):  # another process made it first: theirs
+            folder.mkdir(mode=0o700)
+            hand_over(owner, folder)
     ignore = folder / ".gitignore"
     if not ignore.exists():
         ignore.write_text("*\n")
