@@ -47,8 +47,7 @@ def catalogued(folder, assignment, listing):
 
 def bases(assignment):
     """grade_id -> each correct answer that a lab's catalogued mistakes change ({} if none)."""
-    path = MISTAKES_DIR / f"{assignment}.py"
-    return runpy.run_path(str(path)).get("BASES", {}) if path.exists() else {}
+    return dict(catalogued(MISTAKES_DIR, assignment, "BASES"))
 
 
 def mistakes(assignment):
