@@ -7,6 +7,11 @@ counts CPU time (cgroup v2's `cpu.stat`, or cgroup v1's `cpuacct.usage` where th
 controllers share a hierarchy), else summed over the kernel's process and every process below it
 (a sandboxed kernel is process 1 of its PID namespace, so every process of its sandbox is below
 it, and the CPU time of those that ended is in their parents' count once they were reaped).
+
+A kernel that waits without computing is stopped by the clock instead, but only by the time it
+spent waiting: `busy_seconds` is what Linux's scheduler statistics count of the kernel's own time
+running or waiting for a CPU, and of the grader's time waiting for one, so that a machine busy
+with other work, which makes both wait, never makes a kernel look idle.
 """
 
 import contextlib
@@ -63,3 +68,16 @@ def tree_cpu_seconds(pid):
             times = process.cpu_times()
             total += times.user + times.system + times.children_user + times.children_system
     return total
+
+
+def busy_seconds(pid, proc="/proc"):
+    """Seconds kernel `pid` ran or waited for a CPU, plus those this thread waited for one.
+
+    From each task's `schedstat` (run time, run-queue wait, in ns); None where Linux keeps none.
+    """
+    try:
+        kernel = Path(f"{proc}/{pid}/schedstat").read_text().split()
+        grader = Path(f"{proc}/thread-self/schedstat").read_text().split()
+        return (int(kernel[0]) + int(kernel[1]) + int(grader[1])) * 1e-9
+    except (OSError, ValueError, IndexError):
+        return None

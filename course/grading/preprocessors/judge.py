@@ -39,8 +39,7 @@ from nbformat.v4 import new_output
 
 from course.coursedir.gradebook_db import locked_cells
 from course.coursedir.notebooks import HIDDEN_TESTS, is_test, nbgrader_meta
-from course.grading.channels import READY_SECONDS
-from course.grading.kernels.cpu_time import kernel_cpu_seconds
+from course.grading.kernels.cpu_time import busy_seconds, kernel_cpu_seconds
 from course.grading.preprocessors.execute import ForkingExecute
 from course.grading.preprocessors.output_budget import MAX_OUTPUT_MESSAGE_BYTES, BudgetedOutputs
 from course.grading.remote import wire
@@ -63,6 +62,7 @@ DROPPED_OUTPUT = (
 IOPUB_LOST = "Timeout waiting for IOPub output"  # nbclient's words
 MAX_KILLS = 3  # a kernel killed this often (it did not stop when interrupted) is not restarted
 NOT_RUN = "The autograder did not run this cell: {}.\n"
+READY_POLL_SECONDS = 1  # each ask before a cell, within the deadline of the whole wait
 REFUSED_OUTPUT = "The autograder refused a message of this cell ({}): its outputs stop here.\n"
 
 
@@ -111,6 +111,7 @@ class JudgeExecute(BudgetedOutputs, ForkingExecute):
         self.trusted_names = set()
         self.in_kernel = set()  # names of the in-kernel helpers the locked cells bound
         self.link = None
+        self.cell_deadline = None  # the deadline of the cell running in the kernel, if any
         self.kills = 0  # how often a kernel of this notebook was killed for not answering
         self.counter = itertools.count(1)
         os.environ["NBGRADER_EXECUTION"] = "autograde"  # as in the kernel, for the locked cells
@@ -148,6 +149,7 @@ class JudgeExecute(BudgetedOutputs, ForkingExecute):
             cell.outputs = [new_output("stream", name="stderr", text=NOT_RUN.format(stopped))]
             return cell
         self.open_iopub()
+        self.cell_deadline = self.new_deadline()
         try:
             cell = self.execute_cell(cell, index, store_history=True)
         except DeadKernelError:
@@ -173,10 +175,18 @@ class JudgeExecute(BudgetedOutputs, ForkingExecute):
                 new_output("stream", name="stderr", text=REFUSED_OUTPUT.format(error))
             )
         finally:
+            self.cell_deadline = None
             self.close_iopub()
         if not any(output.output_type == "error" for output in cell.outputs):
             self.replay.append((cell.source, locked))
         return cell
+
+    async def _async_handle_timeout(self, timeout, cell=None):
+        """nbclient waited `timeout` s on the clock for a cell: interrupt the kernel only once the
+        cell has used its deadline (`new_deadline`), so that a busy machine interrupts no cell."""
+        if self.cell_deadline is not None and not self.cell_deadline.passed():
+            return None
+        return await super()._async_handle_timeout(timeout, cell)
 
     def close_iopub(self):
         """Close nbclient's IOPub socket: between its cells, nothing the kernel sends piles up.
@@ -187,16 +197,28 @@ class JudgeExecute(BudgetedOutputs, ForkingExecute):
         self.kc._iopub_channel = None  # the client makes a new channel on its next use
 
     def open_iopub(self):
-        """Give nbclient an IOPub socket, if it has none, once the kernel's messages reach it."""
+        """Give nbclient an IOPub socket, if it has none, once the kernel's messages reach it.
+
+        The wait has the deadline of any other (`new_deadline`), not a time on the clock.
+        """
         if self.kc._iopub_channel is not None:
             return
         self.kc.iopub_channel.start()
-        try:
-            run_sync(self.kc.wait_for_ready)(timeout=self.timeout or READY_SECONDS)
-        except (RuntimeError, wire.MalformedValue) as error:  # the cell's own run tells why
-            self.log.warning("The kernel did not answer before a cell: %s", error)
-            if isinstance(error, RuntimeError) and self.kernel_alive():
-                self.kill_kernel()  # it keeps the grader waiting: the cell finds it dead
+        deadline = self.new_deadline()
+        while True:
+            try:
+                run_sync(self.kc.wait_for_ready)(timeout=READY_POLL_SECONDS)
+                return
+            except RuntimeError as error:
+                if self.kernel_alive() and not deadline.passed():
+                    continue
+                self.log.warning("The kernel did not answer before a cell: %s", error)
+                if self.kernel_alive():
+                    self.kill_kernel()  # it keeps the grader waiting: the cell finds it dead
+                return
+            except wire.MalformedValue as error:  # the cell's own run tells why
+                self.log.warning("The kernel did not answer before a cell: %s", error)
+                return
 
     def run_here(self, source, grade_id):
         """Execute a locked (instructor) cell in the grader too, for its names and helpers."""
@@ -282,7 +304,7 @@ class JudgeExecute(BudgetedOutputs, ForkingExecute):
 
     def new_deadline(self):
         """The deadline of a test, or of any other wait on the kernel: c.Execute.timeout."""
-        return Deadline(self.timeout or DEFAULT_LIMIT_SECONDS, self.kernel_cpu_time)
+        return Deadline(self.timeout or DEFAULT_LIMIT_SECONDS, self.kernel_cpu_time, busy_seconds)
 
     def kernel_cpu_time(self):
         """(pid, CPU seconds) of the running kernel and its processes; None if there is none."""

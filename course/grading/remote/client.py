@@ -72,8 +72,11 @@ REFUSED_MESSAGE = "the grader refused a message from the kernel: {}"
 INTERRUPT_GRACE_SECONDS = 5
 POLL_SECONDS = 0.05
 # A wait on the kernel ends when it has used its limit of CPU time, or, for a kernel that waits
-# without computing, when WALL_FACTOR times that limit has passed on the clock.
+# without computing, when it has waited WALL_FACTOR times that limit: time on the clock, less what
+# a busy machine made the kernel or the grader wait for a CPU (`cpu_time.busy_seconds`). However
+# busy the machine, no wait lasts longer than MAX_WALL_FACTOR times the limit on the clock.
 WALL_FACTOR = 4
+MAX_WALL_FACTOR = 20
 CPU_POLL_SECONDS = 0.5  # how often the kernel's CPU time is read
 DEFAULT_LIMIT_SECONDS = 60  # the limit of a wait when c.Execute.timeout sets none
 NO_REPLY = "your kernel took the grader's request and sent no reply"
@@ -103,33 +106,38 @@ class Unanswered(KernelTrouble):
 
 
 class Deadline:
-    """The end of one wait on a kernel: `seconds` of its CPU time, or WALL_FACTOR times that.
+    """The end of one wait on a kernel: `seconds` of its CPU time, or WALL_FACTOR times that idle.
 
     `cpu_clock()` gives (the kernel's pid, the CPU seconds its processes have used), or None when
     it cannot be read; a kernel that restarts is a new process, whose CPU time adds to the count.
-    Where the CPU time cannot be read at all, the wait ends after `seconds` on the clock.
+    `busy_clock(pid)`, where given, gives the seconds the kernel ran or waited for a CPU and the
+    grader waited for one (`cpu_time.busy_seconds`): the clock counts only the rest, the time the
+    kernel waited without computing. Where the CPU time cannot be read at all, the wait ends
+    after `seconds` on the clock.
     """
 
-    def __init__(self, seconds, cpu_clock):
+    def __init__(self, seconds, cpu_clock, busy_clock=None):
         if not seconds or seconds <= 0:
             raise ValueError(f"a deadline needs a positive number of seconds, got {seconds!r}")
-        self.seconds, self.cpu_clock = seconds, cpu_clock
+        self.seconds, self.cpu_clock, self.busy_clock = seconds, cpu_clock, busy_clock
         self.wall_seconds = WALL_FACTOR * seconds
+        self.max_wall_seconds = MAX_WALL_FACTOR * seconds
         self.started = self.checked = time.monotonic()
         self.reading = cpu_clock()
-        self.measured, self.cpu_used = self.reading is not None, 0.0
+        self.measured, self.cpu_used, self.busy_used = self.reading is not None, 0.0, 0.0
+        self.busy = self.busy_reading(self.reading)
 
     def passed(self):
-        """True once the kernel has used its CPU time, or the clock has passed its backstop."""
+        """True once the kernel has used its CPU time, or waited idle past the backstop."""
         waited = time.monotonic() - self.started
         if not self.measured:
             return waited > self.seconds
-        if waited > self.wall_seconds:
+        if waited > self.max_wall_seconds:
             return True
         if time.monotonic() - self.checked >= CPU_POLL_SECONDS:
             self.checked = time.monotonic()
             self.count(self.cpu_clock())
-        return self.cpu_used > self.seconds
+        return self.cpu_used > self.seconds or waited - self.busy_used > self.wall_seconds
 
     def count(self, reading):
         """Add the CPU time used since the last reading (all of it, for a new kernel process)."""
@@ -137,7 +145,28 @@ class Deadline:
             return
         same_kernel = self.reading is not None and self.reading[0] == reading[0]
         self.cpu_used += reading[1] - (self.reading[1] if same_kernel else 0)
-        self.reading = reading
+        busy = self.busy_reading(reading)
+        if busy is not None and self.busy is not None and same_kernel:
+            self.busy_used += max(0.0, busy - self.busy)
+        self.reading, self.busy = reading, busy
+
+    def busy_reading(self, reading):
+        """The busy clock of the kernel of `reading`, or None."""
+        if self.busy_clock is None or reading is None:
+            return None
+        return self.busy_clock(reading[0])
+
+    @contextlib.contextmanager
+    def paused(self):
+        """Count nothing of the block: neither its time on the clock nor the CPU time it uses."""
+        start = time.monotonic()
+        try:
+            yield
+        finally:
+            self.started += time.monotonic() - start
+            reading = self.cpu_clock()
+            if reading is not None:
+                self.reading, self.busy = reading, self.busy_reading(reading)
 
     def describe(self):
         """The limit, as a test's failure states it."""
@@ -186,30 +215,50 @@ class KernelLink:
             self.deadline = None
 
     def ensure_agent(self):
-        """Start the agent in the kernel and open a comm to it, if that is not done yet."""
+        """Start the agent in the kernel and open a comm to it, if that is not done yet.
+
+        The start is the grader's own request: it has a deadline of its own, and the wait it is
+        part of (a test's) counts none of its time.
+        """
         if self.client is None:
             self.connect()
-        if not self.started:
+        if self.started:
+            return
+        waiting = self.deadline
+        with waiting.paused() if waiting is not None else contextlib.nullcontext():
+            self.deadline = self.executor.new_deadline()
             try:
-                self.listen_to_iopub()
-                started = self.execute(START_AGENT).get("status") == "ok"
-            except Unanswered as error:
-                raise self.stop(f"the grader's agent did not start: {error}") from None
-            if not started:
-                raise self.stop("the grader's agent did not start")
-            self.comm_id = uuid.uuid4().hex
-            opening = {"comm_id": self.comm_id, "target_name": COMM_TARGET, "data": {}}
-            self.client.shell_channel.send(self.client.session.msg("comm_open", opening))
-            self.started = True
+                self.start_agent()
+            finally:
+                self.deadline = waiting
+
+    def start_agent(self):
+        """Run the agent's source in the kernel and open a comm to it."""
+        try:
+            self.listen_to_iopub()
+            started = self.execute(START_AGENT).get("status") == "ok"
+        except Unanswered as error:
+            raise self.stop(f"the grader's agent did not start: {error}") from None
+        if not started:
+            raise self.stop("the grader's agent did not start")
+        self.comm_id = uuid.uuid4().hex
+        opening = {"comm_id": self.comm_id, "target_name": COMM_TARGET, "data": {}}
+        self.client.shell_channel.send(self.client.session.msg("comm_open", opening))
+        self.started = True
 
     def listen_to_iopub(self):
-        """Wait until this client's iopub socket gets the kernel's messages (ZMQ joins late)."""
+        """Wait until this client's iopub socket gets the kernel's messages (ZMQ joins late).
+
+        Any message about one of its requests shows that it does, however late it comes.
+        """
+        asked = set()
         for _ in range(IOPUB_ATTEMPTS):
             msg_id = self.client.kernel_info()
+            asked.add(msg_id)
             self.wait_for_reply(msg_id)
             with contextlib.suppress(queue.Empty):
                 while not self.deadline.passed():
-                    if self.receive("iopub")["parent_header"].get("msg_id") == msg_id:
+                    if self.receive("iopub")["parent_header"].get("msg_id") in asked:
                         return
         raise Unanswered("the grader could not listen to the kernel's messages")
 

@@ -1,5 +1,6 @@
 """The grader's link to a kernel: replies read within the budget, deadlines on every wait."""
 
+import os
 import queue
 import time
 
@@ -278,3 +279,40 @@ def test_without_a_cpu_clock_a_deadline_is_the_limit_on_the_clock():
     assert deadline.passed() and deadline.describe() == "0.05 s"
     with pytest.raises(ValueError, match="positive number of seconds"):
         client.Deadline(0, lambda: None)
+
+
+def test_a_kernel_kept_from_a_cpu_by_a_busy_machine_is_not_stopped_as_idle(monkeypatch):
+    monkeypatch.setattr(client, "CPU_POLL_SECONDS", 0)
+    started = time.monotonic()
+    # It uses no CPU time, but waits for a CPU all along (and so does the grader).
+    deadline = client.Deadline(0.05, lambda: (1234, 0.0), lambda pid: time.monotonic() - started)
+    time.sleep(0.3)  # six times the limit, 1.5 times the idle backstop
+    assert not deadline.passed()
+    time.sleep(client.MAX_WALL_FACTOR * 0.05)  # however busy the machine, a wait ends
+    assert deadline.passed()
+
+
+def test_a_kernel_that_waits_idle_beside_a_busy_clock_of_none_is_stopped(monkeypatch):
+    monkeypatch.setattr(client, "CPU_POLL_SECONDS", 0)
+    deadline = client.Deadline(0.05, lambda: (1234, 0.0), lambda pid: None)
+    time.sleep(client.WALL_FACTOR * 0.05 + 0.05)
+    assert deadline.passed()
+
+
+def test_a_paused_deadline_counts_nothing_of_the_block(monkeypatch):
+    monkeypatch.setattr(client, "CPU_POLL_SECONDS", 0)
+    cpu = [0.0]
+    deadline = client.Deadline(0.1, lambda: (1234, cpu[0]))
+    with deadline.paused():
+        cpu[0] += 5.0  # the grader's own request: its CPU time and its time on the clock
+        time.sleep(client.WALL_FACTOR * 0.1 + 0.05)
+    assert not deadline.passed()
+    cpu[0] += 0.2
+    assert deadline.passed()
+
+
+def test_the_busy_clock_reads_a_process_and_is_none_once_it_has_gone():
+    from course.grading.kernels import cpu_time
+
+    assert cpu_time.busy_seconds(os.getpid()) > 0
+    assert cpu_time.busy_seconds(2**22 + 1) is None  # above any process id Linux gives
