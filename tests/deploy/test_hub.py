@@ -33,7 +33,7 @@ import requests
 from catalogue import mistakes
 from control_groups import undelegate
 
-from course.coursedir import paths
+from course.coursedir import notebooks, paths
 from course.coursedir.scratch import fill, solution_cells
 from course.grading.kernels import cgroups
 
@@ -53,6 +53,24 @@ PLANTED = [(NOTEBOOK, "a symbolic link"), ("gradebook.db", "a symbolic link"),
            ("answers.ipynb", "a FIFO")]  # fmt: skip
 MISTAKE = next(m for m in mistakes(LAB) if m.name == "softmax_ignores_dim")
 AUTOGRADED, TOTAL = 8.0, 10.0  # lab 01's points: autograded, and with the written answers
+# Eve also back-dates her submission and names a FIFO with terminal escapes (a window title, a
+# cleared screen); Alan's code tries to keep extended attributes and to enlarge a socket's buffers.
+BACK_DATED = "2000-01-01 00:00:00.000000 UTC"
+ESCAPING_NAME = "\x1b]0;owned\x07\x1b[2Jnotes.ipynb"
+HOLDS_KERNEL_MEMORY = """
+import errno, os, socket
+try:
+    open("/tmp/hoard", "w").close()
+    os.setxattr("/tmp/hoard", "user.hoard", b"x" * 4000)
+    print("extended attribute kept")
+except OSError as error:
+    print("extended attribute refused:", errno.errorcode[error.errno])
+try:
+    socket.socketpair()[0].setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 8 << 20)
+    print("socket buffer enlarged")
+except OSError as error:
+    print("socket buffer refused:", errno.errorcode[error.errno])
+"""
 PROBE = Path(__file__).with_name("hub_probe.py")
 FORMGRADER = "/formgrader/manage_assignments"
 FORMGRADER_API = "/formgrader/api/assignments"
@@ -199,14 +217,15 @@ def forge_for(the_class, forger, victim):
 
 
 def plant(the_class):
-    """Eve's submission: links to the instructor's source notebook and gradebook, and a FIFO."""
-    now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S.%f UTC")
-    folder = the_class.exchange / COURSE_ID / "inbound" / f"{EVE}+{LAB}+{now}+planted"
+    """Eve's submission, back-dated: links to the instructor's source notebook and gradebook,
+    and FIFOs, one named with terminal escapes."""
+    folder = the_class.exchange / COURSE_ID / "inbound" / f"{EVE}+{LAB}+{BACK_DATED}+planted"
     targets = {NOTEBOOK: the_class.course / "source" / LAB / NOTEBOOK,
                "gradebook.db": the_class.course / "gradebook.db"}  # fmt: skip
-    operations = [["forge", str(folder / "timestamp.txt"), now],
+    operations = [["forge", str(folder / "timestamp.txt"), BACK_DATED],
                   *(["link", str(folder / name), str(target)] for name, target in targets.items()),
-                  ["fifo", str(folder / "answers.ipynb")]]  # fmt: skip
+                  ["fifo", str(folder / "answers.ipynb")],
+                  ["fifo", str(folder / ESCAPING_NAME)]]  # fmt: skip
     results = the_class.probe(EVE, *operations)
     say(f"{EVE} plants links to source/, the gradebook; a FIFO", ", ".join(results))
     assert results == ["ok"] * len(operations)
@@ -218,7 +237,7 @@ def submit_work(the_class):
     answers = solution_cells(LAB)
     hand_in(the_class, ADA, {})
     hand_in(the_class, ADA, answers)
-    hand_in(the_class, ALAN, {**answers, MISTAKE.cell: MISTAKE.code})
+    hand_in(the_class, ALAN, {**answers, MISTAKE.cell: MISTAKE.code + HOLDS_KERNEL_MEMORY})
     say(f"{ADA} fetches, submits blank, then solution", f"{len(the_class.inbound(ADA))} in inbound")
     say(f"{ALAN} fetches, submits {MISTAKE.name}", f"{len(the_class.inbound(ALAN))} in inbound")
     forged = forge_for(the_class, ALAN, ADA)
@@ -297,10 +316,12 @@ def flow(hub_class):
         hub_class.hub.start_server(user)
     say("each user's server starts (as that user)", ", ".join(users))
     release(hub_class)
+    planted_at = datetime.now(UTC).replace(tzinfo=None)
     submit_work(hub_class)
     collect_log, summary = grade(hub_class)
     feedback = {student: fetch_feedback(hub_class, student) for student in hc.STUDENTS}
-    return {"collect_log": collect_log, "summary": summary, "feedback": feedback}
+    return {"collect_log": collect_log, "summary": summary, "feedback": feedback,
+            "planted_at": planted_at}  # fmt: skip
 
 
 def score(html):
@@ -353,6 +374,31 @@ def test_links_and_a_fifo_planted_in_inbound_are_refused_and_named(flow, hub_cla
     say("solution text anywhere in submitted/", f"{len(leaked)} files")
     assert planted == ["timestamp.txt"] and not leaked
     assert all((submitted / student / LAB / NOTEBOOK).is_file() for student in hc.STUDENTS)
+
+
+def test_a_back_dated_submission_is_collected_at_its_real_arrival(flow, hub_class):
+    stamp = (hub_class.course / "submitted" / EVE / LAB / "timestamp.txt").read_text().strip()
+    say(f"{EVE} claims {BACK_DATED[:10]}: collected as of", stamp)
+    collected = datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S.%f UTC")
+    assert collected >= flow["planted_at"] - timedelta(minutes=1), stamp
+    shown = "the submission says 2000-01-01 00:00:00 UTC, its files arrived at"
+    assert shown in flow["collect_log"], flow["collect_log"]
+
+
+def test_terminal_escapes_in_a_file_name_are_printed_escaped(flow):
+    printed = flow["collect_log"] + flow["summary"]
+    assert "\x1b" not in printed and "\x07" not in printed
+    shown = "\\x1b]0;owned\\x07\\x1b[2Jnotes.ipynb"
+    say("a FIFO named with terminal escapes", "refused, named escaped" if shown in printed else "")
+    assert f"refused {shown} from student {EVE}: a FIFO" in flow["collect_log"]
+
+
+def test_a_hub_sandbox_keeps_no_extended_attribute_nor_larger_socket_buffers(flow, hub_class):
+    nb = notebooks.read(hub_class.course / "autograded" / ALAN / LAB / NOTEBOOK)
+    printed = notebooks.output_text(nb)
+    found = [line for line in printed.splitlines() if line.startswith(("extended", "socket"))]
+    say(f"{ALAN}'s kernel, graded in the hub's sandbox", "; ".join(found))
+    assert found == ["extended attribute refused: ENOTSUP", "socket buffer refused: EPERM"]
 
 
 def denied(results):
