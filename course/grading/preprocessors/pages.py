@@ -93,44 +93,22 @@ class CleanSubmission(PageStep):
         return cell, resources
 
 
-class BoundedHighlight:
-    """nbconvert's `highlight_code` filter, but a cell over MAX_HIGHLIGHT_CHARACTERS is shown as
-    plain, escaped text."""
-
-    def __init__(self, highlight):
-        self.highlight = highlight  # a Highlight2HTML
-
-    def __call__(self, source, language=None, metadata=None):
-        """The HTML of a code cell's source."""
-        if len(source) > MAX_HIGHLIGHT_CHARACTERS:
-            return plain_code_html(source)
-        return self.highlight(source, language, metadata)
-
-
 class BoundedHighlight2HTML(Highlight2HTML):
-    """The `highlight_code` filter that the configuration gives every page (the formgrader's):
-    a cell over MAX_HIGHLIGHT_CHARACTERS is shown as plain, escaped text."""
+    """nbconvert's `highlight_code` filter, but a cell over MAX_HIGHLIGHT_CHARACTERS is shown as
+    plain, escaped text (the configuration gives it to every page: the formgrader's)."""
 
     def __call__(self, source, language=None, metadata=None):
         """The HTML of a code cell's source."""
         if len(source) > MAX_HIGHLIGHT_CHARACTERS:
-            return plain_code_html(source)
+            return f'<div class="highlight"><pre>{html.escape(source, quote=False)}</pre></div>'
         return super().__call__(source, language, metadata)
 
 
-def plain_code_html(source):
-    """A code cell's source as escaped text, unhighlighted."""
-    return f'<div class="highlight"><pre>{html.escape(source, quote=False)}</pre></div>'
-
-
 def bounded_highlight(exporter, nb):
-    """The `highlight_code` filter of `exporter` for `nb`, within MAX_HIGHLIGHT_CHARACTERS."""
+    """The `highlight_code` filter of `exporter` for `nb`'s language, within the bound."""
     language = nb.metadata.get("language_info", {})
     lexer = language.get("pygments_lexer", language.get("name"))
-    highlight = exporter.filters.get("highlight_code")
-    if not isinstance(highlight, Highlight2HTML):  # none, or the configuration's name of one
-        highlight = Highlight2HTML(pygments_lexer=lexer, parent=exporter)
-    return BoundedHighlight(highlight)
+    return BoundedHighlight2HTML(pygments_lexer=lexer, parent=exporter)
 
 
 class CutLongCode(PageStep):

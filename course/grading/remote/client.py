@@ -173,7 +173,7 @@ class Deadline:
         if not self.measured:
             return f"{self.seconds:g} s"
         wall = self.wall_seconds
-        return f"{self.seconds:g} s of your kernel's CPU time ({wall:.0f} s on the clock)"
+        return f"{self.seconds:g} s of your kernel's CPU time ({wall:.0f} s waiting idle)"
 
 
 class KernelLink:
