@@ -53,6 +53,7 @@ HOOKS = [
     (GetGrades, "_get_score", GetGrades.preprocess_cell),
     (NotebookClient, "_update_display_id", NotebookClient.process_message),
     (NotebookClient, "_display_id_map", NotebookClient.output),
+    (NotebookClient, "_async_handle_timeout", NotebookClient._async_poll_for_reply),
     (ExchangeCollect, "_sort_by_timestamp", ExchangeCollect.init_src),
     (ExchangeCollect, "_path_to_record", ExchangeCollect.init_src),
     (InteractiveShell, "_showtraceback", InteractiveShell.showtraceback),
