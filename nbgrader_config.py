@@ -69,8 +69,9 @@ c.LimitOutputSize.max_cell_characters = 2_000_000  # all of a cell's outputs, fi
 c.LimitOutputSize.max_notebook_characters = 20_000_000  # all of a notebook's outputs
 
 # The pages that show a submission, the formgrader's and the feedback, clean and cut it again
-# (a notebook autograded before these steps existed), and sanitize any HTML left. A code cell
-# over 200 000 characters is shown cut, saying where the whole is; over 100 000, unhighlighted.
+# (a notebook autograded before these steps existed), and sanitize any HTML left. A long code
+# cell is shown cut, saying where the whole is, and unhighlighted (pages.MAX_SHOWN_CODE_CHARACTERS,
+# pages.MAX_HIGHLIGHT_CHARACTERS).
 c.HTMLExporter.preprocessors = [
     "course.grading.preprocessors.pages.CutLongCode",
     "course.grading.preprocessors.pages.CleanSubmission",

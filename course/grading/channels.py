@@ -18,7 +18,7 @@ from jupyter_client.asynchronous import AsyncKernelClient
 from traitlets import default
 
 MAX_MESSAGE_BYTES = 64 * 2**20
-READY_SECONDS = 60  # for a starting kernel, or a new IOPub socket, to answer: no cell's limit
+READY_SECONDS = 60  # for a starting kernel to answer on its channels: no cell's limit
 IOPUB_JOIN_SECONDS = 0.02
 RECONNECT_MILLISECONDS = 10
 
