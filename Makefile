@@ -104,10 +104,14 @@ lab: $(STAMP)
 	$(BIN)/jupyter lab --notebook-dir=$(CURDIR) $(ROOT_ARGS) $(LAB_ARGS)
 
 # nbval runs two code paths at a time: every notebook computes on one thread.
+# The unit tests wait on kernels and servers much of the time, and each nbval path runs on one
+# thread: they run side by side, each printing its output when it ends, and one failing stops
+# neither of the others.
 test: $(STAMP)
 	@start=$$(date +%s); \
-	$(MAKE) --no-print-directory lint unit && \
-	$(MAKE) --no-print-directory --jobs=2 --output-sync=target nbval && \
+	$(MAKE) --no-print-directory lint && \
+	echo "make test: the unit tests and nbval's $(words $(NBVAL_TEST_PATHS)) paths run side by side; each prints when it ends" && \
+	$(MAKE) --no-print-directory --keep-going --jobs=2 --output-sync=target unit nbval && \
 	echo "make test: all checks passed in $$(( $$(date +%s) - start )) s"
 
 BROWSER_CHECKS := tests/browser/jupyterlab_check.py tests/browser/pages_check.py \
