@@ -144,6 +144,13 @@ def _tensors_in(value, found):
     return found
 
 
+# Operations that hand out memory nobody wrote (a tensor, or a tensor's new elements): whatever
+# it held before, a NaN too, is no NaN the student's code made. The recorder makes it zeros.
+_UNWRITTEN = frozenset({torch.empty, torch.empty_like, torch.empty_strided, torch.empty_permuted,
+                        _Tensor.new_empty, _Tensor.new_empty_strided})  # fmt: skip
+_GROWN = frozenset({_Tensor.resize_, _Tensor.resize_as_})
+
+
 class _NaNRecorder(TorchFunctionMode):
     """Notes each torch operation that makes NaNs: counted in its arguments before and after it
     ran (an in-place operation writes into them) and in what it returns, beside the arguments'."""
@@ -156,7 +163,12 @@ class _NaNRecorder(TorchFunctionMode):
         kwargs = kwargs or {}
         arguments = _tensors_in((args, kwargs), {})
         before = _nan_count(list(arguments.values()))
+        kept = args[0].numel() if func in _GROWN else None
         result = func(*args, **kwargs)
+        if func in _UNWRITTEN:
+            result.zero_()
+        elif kept is not None:
+            result.view(-1)[kept:].zero_()  # resized tensors are contiguous
         written = _nan_count(list(arguments.values()))
         returned = _nan_count([t for key, t in _tensors_in(result, {}).items()
                                if key not in arguments])  # fmt: skip
@@ -170,7 +182,8 @@ def nans_created(function, *args, **kwargs):
     """Names of the torch operations of function(*args, **kwargs) that made NaNs, in order.
 
     A NaN made and then repaired (`nan_to_num`, `masked_fill`, `where`) is listed, and so is
-    one an operation writes into its own input (`sub_`, `div_`, `out=`). The function runs
+    one an operation writes into its own input (`sub_`, `div_`, `out=`). Memory nobody wrote
+    (`torch.empty`, `new_empty`, what `resize_` adds) holds zeros here. The function runs
     without gradients. See SECURITY.md for what this cannot see.
     """
     with torch.no_grad(), _NaNRecorder() as recorder:

@@ -285,6 +285,30 @@ def test_nans_created_lists_each_operation_that_made_a_nan(function, expected):
     assert grading.nans_created(function, scores, ROW_WITHOUT_KEYS) == expected
 
 
+UNWRITTEN = {
+    "empty": lambda x: torch.empty(64),
+    "empty_like": lambda x: torch.empty_like(x),
+    "new_empty": lambda x: x.new_empty(64),
+    "empty_strided": lambda x: torch.empty_strided((64,), (1,)),
+    "resize_": lambda x: x.clone()[:1].clone().resize_(64),
+}
+
+
+@pytest.mark.parametrize("make", UNWRITTEN.values(), ids=UNWRITTEN.keys())
+def test_memory_nobody_wrote_is_no_nan_created_and_hides_none(make):
+    freed = [torch.full((64,), float("nan")) for _ in range(8)]
+
+    def fill_then_divide(x):
+        """Memory freed full of NaNs, taken again unwritten; then a 0 / 0 written into it."""
+        freed.clear()  # the allocator hands these blocks out again, NaNs and all
+        unwritten = make(x)
+        assert not unwritten.any()
+        torch.div(torch.zeros(64), torch.zeros(64), out=unwritten)
+        return unwritten
+
+    assert grading.nans_created(fill_then_divide, torch.zeros(64)) == ("div",)
+
+
 def test_nans_created_counts_nans_rather_than_noting_their_presence():
     def more_nans(x):
         """x holds one NaN; the division makes a second one (0 / 0)."""
