@@ -1,5 +1,6 @@
 """The kernel zygote: forks kernels for each connection, kills them when it closes, ends cleanly."""
 
+import contextlib
 import json
 import os
 import select
@@ -197,13 +198,23 @@ def slow_zygote(tmp_path):
 CHILDREN_SECONDS = 120  # a loaded host may take this long to start Python and fork
 
 
-def wait_for_children(process, count):
-    """The children of `process` once it has `count` of them (CHILDREN_SECONDS at most)."""
+def wait_for_children(process, count, connection):
+    """The children of `process` once it has `count` of them (CHILDREN_SECONDS at most).
+
+    If they do not come, the failure says what the zygote answered on `connection` meanwhile
+    (an error: it forked, and the kernel ended at once; nothing: it never forked).
+    """
     deadline = time.monotonic() + CHILDREN_SECONDS
     while len(process.children()) < count and time.monotonic() < deadline:
         time.sleep(0.05)
     children = process.children()
-    assert len(children) == count, f"the zygote forked {len(children)} kernels, not {count}"
+    if len(children) != count:
+        connection.setblocking(False)
+        answered = b"nothing"
+        with contextlib.suppress(BlockingIOError):
+            answered = connection.recv(4096)
+        pytest.fail(f"the zygote ({process.status()}) forked {len(children)} kernels, not "
+                    f"{count}; it answered {answered!r}")  # fmt: skip
     return children
 
 
@@ -212,7 +223,7 @@ def test_a_kernel_slow_to_start_holds_up_no_other_worker(slow_zygote, tmp_path):
     slow, quick = connect(address), connect(address)
     started = tmp_path / "started"  # the slow kernel reports only once this exists
     slow.sendall(json.dumps({"until": str(started), "sandbox": False}).encode() + b"\n")
-    wait_for_children(process, 1)
+    wait_for_children(process, 1, slow)
     quick_pid = ask(quick, {"delay": 0, "sandbox": False})["pid"]
     slow.setblocking(False)
     with pytest.raises(BlockingIOError):  # answered while the other kernel is still starting
@@ -230,7 +241,7 @@ def test_a_worker_gone_while_its_kernel_starts_takes_that_kernel_with_it(slow_zy
     address, process = slow_zygote
     connection = connect(address)
     connection.sendall(b'{"delay": 30, "sandbox": false}\n')
-    (starting,) = wait_for_children(process, 1)
+    (starting,) = wait_for_children(process, 1, connection)
     connection.close()
     outlived = "a kernel outlived the worker that asked for it"
     assert provisioner.exited(starting.pid, DEADLINE), outlived
