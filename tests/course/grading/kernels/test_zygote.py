@@ -191,6 +191,12 @@ def slow_zygote(tmp_path):
             stdin=subprocess.PIPE,
             pass_fds=[listening.fileno()],
         )
+    # Importing pyseccomp runs `ldconfig -p` twice (ctypes.util.find_library): children that a
+    # busy host keeps alive long enough to be taken for a kernel. Once the zygote answers, they
+    # are gone, and every child is a kernel.
+    with connect(address) as starting:
+        starting.settimeout(CHILDREN_SECONDS)
+        assert ask(starting, b"{not json") == {"error": "the request is not JSON"}
     yield address, psutil.Process(process.pid)
     zygote.stop(process)
 
