@@ -103,10 +103,9 @@ $(STAMP): requirements.txt requirements.lock pyproject.toml $(SERVER_CONFIG) $(L
 lab: $(STAMP)
 	$(BIN)/jupyter lab --notebook-dir=$(CURDIR) $(ROOT_ARGS) $(LAB_ARGS)
 
-# nbval runs two code paths at a time: every notebook computes on one thread.
-# The unit tests wait on kernels and servers much of the time, and each nbval path runs on one
-# thread: they run side by side, each printing its output when it ends, and one failing stops
-# neither of the others.
+# The unit tests wait on kernels and servers much of the time, and every notebook computes on
+# one thread: the unit tests and nbval's paths run side by side, two at a time, each printing its
+# output when it ends; one failing stops none of the others.
 test: $(STAMP)
 	@start=$$(date +%s); \
 	$(MAKE) --no-print-directory lint && \

@@ -290,7 +290,10 @@ UNWRITTEN = {
     "empty_like": lambda x: torch.empty_like(x),
     "new_empty": lambda x: x.new_empty(64),
     "empty_strided": lambda x: torch.empty_strided((64,), (1,)),
-    "resize_": lambda x: x.clone()[:1].clone().resize_(64),
+    "new_empty_strided": lambda x: x.new_empty_strided((64,), (1,)),
+    "empty_permuted": lambda x: torch.empty_permuted((64,), (0,)),
+    "resize_": lambda x: x[:1].clone().resize_(64),
+    "resize_as_": lambda x: x[:1].clone().resize_as_(x),
 }
 
 
